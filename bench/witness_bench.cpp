@@ -1,0 +1,61 @@
+// CPU serving scatter against memcpy of the same buffer, timed interleaved in one
+// run (SPEC section 4: scatter <= 1.10x memcpy). rows x topk 2048, S 64.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "impl/cpu/witness.hpp"
+
+namespace {
+
+using I = std::int32_t;
+constexpr std::size_t kTopk = 2048, kSegments = 64;
+constexpr I kContext = 131072;
+
+// Learned rows that miss about a quarter of the segments, with padding in the tail.
+std::vector<I> learned_rows(std::size_t rows) {
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<I> token(0, kContext * 3 / 4 - 1);
+  std::vector<I> v(rows * kTopk);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = (i % kTopk) < kTopk - kSegments ? token(rng) : -1;
+  return v;
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+void BM_scatter_vs_memcpy(benchmark::State& state) {
+  const auto rows = std::size_t(state.range(0));
+  std::vector<I> buf = learned_rows(rows), copy(buf.size());
+  const std::vector<I> lens(rows, kContext);
+  double scatter_s = 0, memcpy_s = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    std::memcpy(copy.data(), buf.data(), buf.size() * sizeof(I));
+    auto t1 = Clock::now();
+    auto st = aether::cpu::scatter_topology_witnesses(buf, kTopk, lens, kSegments);
+    auto t2 = Clock::now();
+    benchmark::DoNotOptimize(st);
+    benchmark::DoNotOptimize(copy.data());
+    benchmark::ClobberMemory();
+    memcpy_s += seconds(t0, t1);
+    scatter_s += seconds(t1, t2);
+    state.SetIterationTime(seconds(t1, t2));
+  }
+  state.counters["bytes"] = double(buf.size() * sizeof(I));
+  state.counters["memcpy_GBps"] =
+      double(state.iterations()) * double(buf.size() * sizeof(I)) * 2 / memcpy_s / 1e9;
+  state.counters["ratio_to_memcpy"] = scatter_s / memcpy_s;
+}
+BENCHMARK(BM_scatter_vs_memcpy)->RangeMultiplier(4)->Range(32, 32768)->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,41 @@
+// Corpus replay for compilers without libFuzzer (gcc): feeds every file named on
+// the command line, or found in a named folder, to LLVMFuzzerTestOneInput.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
+int main(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  std::size_t replayed = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::vector<fs::path> files;
+    if (fs::is_directory(argv[i])) {
+      for (const auto& e : fs::directory_iterator(argv[i]))
+        if (e.is_regular_file()) files.push_back(e.path());
+    } else if (fs::is_regular_file(argv[i])) {
+      files.push_back(argv[i]);
+    } else {
+      std::fprintf(stderr, "replay: no such file or folder: %s\n", argv[i]);
+      return 2;
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      const std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
+      LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+      ++replayed;
+    }
+  }
+  if (replayed == 0) {
+    std::fprintf(stderr, "replay: no inputs replayed\n");
+    return 2;
+  }
+  std::printf("replay: %zu inputs, no difference from the model\n", replayed);
+  return 0;
+}

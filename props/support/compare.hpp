@@ -1,0 +1,80 @@
+// The one comparison helper of every differential check (SPEC section 7): model
+// result vs an impl's status and output buffer. An empty string means agreement;
+// otherwise the report names both answers and the first and last differing
+// positions. Nothing is ever accepted "mostly": one differing element fails.
+#pragma once
+
+#include <cstddef>
+#include <sstream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "api/result.hpp"
+
+namespace aether::props {
+
+template <class T>
+std::string show_span(std::span<const T> v, std::size_t limit = 48) {
+  std::ostringstream os;
+  os << "[";
+  for (std::size_t i = 0; i < v.size() && i < limit; ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() > limit) os << ", ... (" << v.size() << " elements)";
+  os << "]";
+  return os.str();
+}
+
+// Element-wise comparison; reports the first and last few differences.
+template <class T>
+std::string diff_report(std::span<const T> expected, std::span<const T> actual,
+                        const std::string& what = "output") {
+  std::ostringstream os;
+  if (expected.size() != actual.size()) {
+    os << what << ": size " << actual.size() << ", expected " << expected.size() << "\n"
+       << "  expected " << show_span(expected) << "\n  actual   " << show_span(actual);
+    return os.str();
+  }
+  std::vector<std::size_t> diff;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (!(expected[i] == actual[i])) diff.push_back(i);
+  if (diff.empty()) return {};
+  os << what << ": " << diff.size() << " of " << expected.size() << " positions differ\n";
+  const auto line = [&](std::size_t i) {
+    os << "  [" << i << "] expected " << expected[i] << ", actual " << actual[i] << "\n";
+  };
+  const std::size_t shown = 4;
+  for (std::size_t k = 0; k < diff.size() && k < shown; ++k) line(diff[k]);
+  if (diff.size() > 2 * shown) os << "  ...\n";
+  for (std::size_t k = std::max(shown, diff.size() > shown ? diff.size() - shown : 0);
+       k < diff.size(); ++k)
+    line(diff[k]);
+  os << "  expected " << show_span(expected) << "\n  actual   " << show_span(actual);
+  return os.str();
+}
+
+// Model says value or refusal; the impl must say the same, and on a refusal its
+// output buffer must be bit-identical to what it held before the call.
+template <class T, class E>
+std::string differential_report(const Result<std::vector<T>, E>& model, const Status<E>& impl,
+                                std::span<const T> out_before, std::span<const T> out_after,
+                                const std::string& backend) {
+  std::ostringstream os;
+  if (!model.ok()) {
+    if (impl.ok()) {
+      os << backend << " accepted a call the model refuses with " << model.error();
+      return os.str();
+    }
+    if (!(impl.error() == model.error())) {
+      os << backend << " refused with " << impl.error() << ", model with " << model.error();
+      return os.str();
+    }
+    return diff_report(out_before, out_after, backend + " wrote into the buffer of a refused call");
+  }
+  if (!impl.ok()) {
+    os << backend << " refused with " << impl.error() << " a call the model accepts";
+    return os.str();
+  }
+  return diff_report(std::span<const T>(model.value()), out_after, backend);
+}
+
+}  // namespace aether::props
