@@ -9,7 +9,7 @@
 namespace aether::cpu {
 
 // Below this many elements a thread start costs more than it saves.
-inline constexpr std::size_t kParallelMinElements = std::size_t(1) << 20;
+inline constexpr std::size_t kParallelMinElements = std::size_t(1) << 17;
 
 template <class RowFn>
 void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {

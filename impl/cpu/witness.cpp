@@ -1,7 +1,10 @@
 #include "impl/cpu/witness.hpp"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -27,21 +30,77 @@ std::optional<WitnessError> check_call(std::size_t learned_len, std::size_t topk
 // integers that the rounded reciprocal may have pushed just under.
 constexpr double kLift = 0x1p-40;
 
-// Occupancy bit mask of one row: bit min(σ(x), S - 1) for every x >= 0.
-__attribute__((target_clones("avx2", "default")))
+// Bit min(σ(x), S - 1) for x >= 0. For x >= L the clamp is min(x, S - 1): when
+// S_eff = S then L >= S, so min(floor(x S_eff / L), S - 1) = S - 1 = min(x, S - 1);
+// when S_eff = L < S, floor(x L / L) = x.
+inline std::uint64_t segment_bit(std::int32_t x, std::int32_t len, double ratio,
+                                 std::int32_t last) {
+  if (x < 0) return 0;
+  const std::int32_t seg = x < len ? std::int32_t(std::fma(double(x), ratio, kLift))
+                                   : std::min(x, last);
+  return std::uint64_t(1) << seg;
+}
+
+std::uint64_t occupancy_scalar(const std::int32_t* row, std::size_t topk, std::int32_t len,
+                               double ratio, std::int32_t last) {
+  std::uint64_t mask = 0;
+  for (std::size_t i = 0; i < topk; ++i) mask |= segment_bit(row[i], len, ratio, last);
+  return mask;
+}
+
+// Eight entries at a time, in float: q~ = fl(fl(x) fl(S_eff/L)) errs from the true
+// quotient q = x S_eff / L by under 2^-15 while q < 2^6, so when frac(q~) lies in
+// [2^-14, 1 - 2^-14] then floor(q~) = floor(q); a group with a non-negative entry
+// closer to an integer goes through the exact scalar formula instead. With
+// S_eff = L the ratio is 1 and q~ = x exactly (x < 2^24; larger x clamp anyway).
+// min_epu32(q~, S - 1) is the clamp of every x >= 0, cvtt's 0x80000000 included
+// (for x >= L, q >= S_eff, and min(q, S - 1) = min(floor(x S_eff / L), S - 1)).
+// Padding becomes an all-ones count, and a 32-bit variable shift by >= 32 sets nothing.
+__attribute__((target("avx2,fma"))) std::uint64_t occupancy_avx2(const std::int32_t* row,
+                                                                 std::size_t topk,
+                                                                 std::int32_t len, double ratio,
+                                                                 std::int32_t last) {
+  const bool check_edges = ratio != 1.0;
+  const __m256 vratio = _mm256_set1_ps(float(ratio));
+  const __m256 lo_edge = _mm256_set1_ps(0x1p-14f), hi_edge = _mm256_set1_ps(1.0f - 0x1p-14f);
+  const __m256i vlast = _mm256_set1_epi32(last), one = _mm256_set1_epi32(1),
+                k32 = _mm256_set1_epi32(32);
+  __m256i acc_lo = _mm256_setzero_si256(), acc_hi = _mm256_setzero_si256();
+  std::uint64_t exact = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= topk; i += 8) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + i));
+    const __m256 q = _mm256_mul_ps(_mm256_cvtepi32_ps(x), vratio);
+    const __m256i q0 = _mm256_cvttps_epi32(q);
+    if (check_edges) {
+      const __m256 frac = _mm256_sub_ps(q, _mm256_cvtepi32_ps(q0));
+      const __m256 near = _mm256_or_ps(_mm256_cmp_ps(frac, lo_edge, _CMP_LT_OQ),
+                                       _mm256_cmp_ps(frac, hi_edge, _CMP_GT_OQ));
+      const int negative = _mm256_movemask_ps(_mm256_castsi256_ps(x));
+      if ((_mm256_movemask_ps(near) & ~negative) != 0) {
+        exact |= occupancy_scalar(row + i, 8, len, ratio, last);
+        continue;
+      }
+    }
+    const __m256i seg = _mm256_or_si256(_mm256_min_epu32(q0, vlast), _mm256_srai_epi32(x, 31));
+    acc_lo = _mm256_or_si256(acc_lo, _mm256_sllv_epi32(one, seg));
+    acc_hi = _mm256_or_si256(acc_hi, _mm256_sllv_epi32(one, _mm256_sub_epi32(seg, k32)));
+  }
+  alignas(32) std::uint32_t lo[8], hi[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lo), acc_lo);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(hi), acc_hi);
+  for (int k = 0; k < 8; ++k) exact |= std::uint64_t(lo[k]) | std::uint64_t(hi[k]) << 32;
+  return exact | occupancy_scalar(row + i, topk - i, len, ratio, last);
+}
+
+// Occupancy bit mask of one row (L > 0).
 std::uint64_t occupancy(const std::int32_t* row, std::size_t topk, std::int32_t len,
                         std::int64_t s_eff, std::int64_t num_segments) {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const double ratio = double(s_eff) / double(len);
-  const bool full = s_eff == num_segments;
-  std::uint64_t mask = 0;
-  for (std::size_t i = 0; i < topk; ++i) {
-    const std::int64_t x = row[i];
-    const auto inside = std::int64_t(__builtin_fma(double(x), ratio, kLift));
-    const std::int64_t outside = full ? num_segments - 1 : std::min(x, num_segments - 1);
-    const std::int64_t seg = x < 0 ? 64 : (x < len ? inside : outside);
-    mask |= seg < 64 ? std::uint64_t(1) << seg : 0;
-  }
-  return mask;
+  const auto last = std::int32_t(num_segments - 1);
+  return avx2 ? occupancy_avx2(row, topk, len, ratio, last)
+              : occupancy_scalar(row, topk, len, ratio, last);
 }
 
 // Segments of [0, S_eff) that the row leaves unoccupied; none when L <= 0.
