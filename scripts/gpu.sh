@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One GPU session (H200): every CUDA test and property suite, compute-sanitizer
+# memcheck and racecheck on the CUDA suites, then the GPU benchmarks. Uses an
+# existing build (default: build/default, built on the CPU machine with nvcc,
+# sm_90 + PTX, static cudart). Logs go to $OUT when set. Exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/default}
+out=${OUT:-build/gpu-logs}
+mkdir -p "$out"
+status=0
+step() {  # step NAME COMMAND...: run, log, remember failure
+  local name=$1; shift
+  echo "== $name: $*"
+  local t0=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  tail -n 4 "$out/$name.log"
+  echo "== $name: rc=$rc in $((SECONDS - t0)) s"
+  [ $rc -eq 0 ] || status=1
+}
+sanitize() {  # sanitize TOOL NAME BINARY ARGS...
+  local tool=$1 name=$2; shift 2
+  step "$name" compute-sanitizer --tool "$tool" --error-exitcode 1 "$@"
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
+step witness_test "$build/tests/witness_test"
+step witness_props "$build/props/witness_props"
+sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
+sanitize racecheck racecheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
+sanitize memcheck memcheck_witness_props env RC_PARAMS=max_success=500 "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
+step witness_bench_cuda "$build/bench/witness_bench_cuda"
+cat "$out/witness_bench_cuda.log"
+echo "gpu.sh: $([ $status -eq 0 ] && echo all passed || echo FAILURES, see logs in $out)"
+exit $status
