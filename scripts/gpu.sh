@@ -19,7 +19,7 @@ step() {  # step NAME COMMAND...: run, log, remember failure
   echo "== $name: rc=$rc in $((SECONDS - t0)) s"
   [ $rc -eq 0 ] || status=1
 }
-sanitize() {  # sanitize TOOL NAME BINARY ARGS...
+sanitize() {  # [VAR=value] sanitize TOOL NAME BINARY ARGS...
   local tool=$1 name=$2; shift 2
   step "$name" compute-sanitizer --tool "$tool" --error-exitcode 1 "$@"
 }
@@ -29,7 +29,7 @@ step witness_test "$build/tests/witness_test"
 step witness_props "$build/props/witness_props"
 sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
 sanitize racecheck racecheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
-sanitize memcheck memcheck_witness_props env RC_PARAMS=max_success=500 "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
+RC_PARAMS=max_success=500 sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
 step witness_bench_cuda "$build/bench/witness_bench_cuda"
 cat "$out/witness_bench_cuda.log"
 echo "gpu.sh: $([ $status -eq 0 ] && echo all passed || echo FAILURES, see logs in $out)"
