@@ -19,83 +19,130 @@ struct RowShape {
   std::size_t topk, keep, budget, num_segments;
 };
 
+// Bit min(σ(x), S - 1) of an entry x >= 0 (none for padding). For x >= L the
+// clamp equals min(x, S - 1): see impl/cpu/witness.cpp.
 __device__ __forceinline__ std::uint64_t segment_bit(std::int32_t x, std::int32_t len,
-                                                     double ratio, int s_eff, int num_segments) {
-  int seg;
+                                                     double ratio, int last) {
   if (x < 0) return 0;
-  if (x < len) seg = int(__fma_rn(double(x), ratio, kLift));
-  else seg = s_eff == num_segments ? num_segments - 1 : min(x, num_segments - 1);
+  const int seg = x < len ? int(__fma_rn(double(x), ratio, kLift)) : min(x, last);
   return std::uint64_t(1) << seg;
 }
 
-// Occupancy of the whole row, or-reduced over the block; 0 when L <= 0 (unused then).
-__device__ std::uint64_t row_occupancy(const std::int32_t* row, std::size_t topk,
-                                       std::int32_t len, int s_eff, int num_segments,
-                                       std::int32_t* copy_to) {
-  __shared__ unsigned long long block_mask;
-  if (threadIdx.x == 0) block_mask = 0;
-  __syncthreads();
-  std::uint64_t mask = 0;
-  const double ratio = len > 0 ? double(s_eff) / double(len) : 0.0;
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const bool vec = topk % 4 == 0 && aligned(row) && aligned(copy_to);
-  if (vec) {
-    const auto* src4 = reinterpret_cast<const int4*>(row);
-    auto* dst4 = reinterpret_cast<int4*>(copy_to);
-#pragma unroll 4
-    for (std::size_t i = threadIdx.x; i < topk / 4; i += blockDim.x) {
-      const int4 v = __ldcs(src4 + i);
-      if (copy_to) __stcs(dst4 + i, v);
-      if (len > 0)
-        mask |= segment_bit(v.x, len, ratio, s_eff, num_segments) |
-                segment_bit(v.y, len, ratio, s_eff, num_segments) |
-                segment_bit(v.z, len, ratio, s_eff, num_segments) |
-                segment_bit(v.w, len, ratio, s_eff, num_segments);
-    }
-  } else {
-    for (std::size_t i = threadIdx.x; i < topk; i += blockDim.x) {
-      const std::int32_t v = row[i];
-      if (copy_to) copy_to[i] = v;
-      if (len > 0) mask |= segment_bit(v, len, ratio, s_eff, num_segments);
-    }
-  }
+__device__ __forceinline__ std::uint64_t int4_bits(int4 v, std::int32_t len, double ratio,
+                                                   int last) {
+  return segment_bit(v.x, len, ratio, last) | segment_bit(v.y, len, ratio, last) |
+         segment_bit(v.z, len, ratio, last) | segment_bit(v.w, len, ratio, last);
+}
+
+// OR of every thread's mask; one barrier, after which all threads hold the result.
+__device__ std::uint64_t block_or(std::uint64_t mask) {
+  __shared__ unsigned long long warp_masks[kThreads / 32];
   const unsigned lo = __reduce_or_sync(0xffffffffu, unsigned(mask));
   const unsigned hi = __reduce_or_sync(0xffffffffu, unsigned(mask >> 32));
-  if ((threadIdx.x & 31) == 0 && (lo | hi))
-    atomicOr(&block_mask, (static_cast<unsigned long long>(hi) << 32) | lo);
+  if ((threadIdx.x & 31) == 0)
+    warp_masks[threadIdx.x / 32] = (static_cast<unsigned long long>(hi) << 32) | lo;
   __syncthreads();
-  return block_mask;
+  std::uint64_t all = 0;
+#pragma unroll
+  for (int w = 0; w < kThreads / 32; ++w) all |= warp_masks[w];
+  return all;
 }
 
-__device__ std::uint64_t missing_of(std::uint64_t occupied, std::int32_t len, int s_eff) {
-  if (len <= 0) return 0;
-  const std::uint64_t all = s_eff == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << s_eff) - 1;
-  return all & ~occupied;
+struct RowGeometry {
+  std::int32_t len;
+  int s_eff, last;
+  double ratio;
+  __device__ RowGeometry(std::int32_t l, int num_segments)
+      : len(l), s_eff(l > 0 ? min(num_segments, l) : 0), last(num_segments - 1),
+        ratio(l > 0 ? double(s_eff) / double(l) : 0.0) {}
+  // Segments of [0, S_eff) no entry occupies; none when L <= 0.
+  __device__ std::uint64_t missing(std::uint64_t occupied) const {
+    if (len <= 0) return 0;
+    const std::uint64_t all = s_eff == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << s_eff) - 1;
+    return all & ~occupied;
+  }
+  // e_s = ceil(s L / S_eff)
+  __device__ std::int32_t edge(int s) const {
+    return std::int32_t((std::int64_t(s) * len + s_eff - 1) / s_eff);
+  }
+  // The j-th witness in ascending segment order: the edge of the j-th missing segment.
+  __device__ std::int32_t witness(std::uint64_t missing, int j) const {
+    const unsigned lo = unsigned(missing), hi = unsigned(missing >> 32);
+    const int below = __popc(lo);
+    return edge(j < below ? int(__fns(lo, 0, j + 1)) : 32 + int(__fns(hi, 0, j + 1 - below)));
+  }
+};
+
+// How many witnesses are written: min(|W(K)|, B).
+__device__ std::size_t witness_count(std::uint64_t missing, std::size_t budget) {
+  const auto w = std::size_t(__popcll(missing));
+  return w < budget ? w : budget;
 }
 
-// e_s = ceil(s L / S_eff)
-__device__ std::int32_t edge_of(int s, std::int32_t len, int s_eff) {
-  return std::int32_t((std::int64_t(s) * len + s_eff - 1) / s_eff);
-}
-
-// One block per row. Out of place, every slot is copied in the same pass that
-// builds the mask; the barrier then orders the witness stores after the copy.
-__global__ void __launch_bounds__(kThreads) merge_kernel(const std::int32_t* learned,
-                                                         const std::int32_t* context_lens,
-                                                         RowShape shape, std::int32_t* out) {
+// Any shape: every slot is copied (out of place) in the pass that builds the mask;
+// block_or's barrier then orders the witness stores after the copy.
+__global__ void __launch_bounds__(kThreads) merge_rows_any(const std::int32_t* learned,
+                                                           const std::int32_t* context_lens,
+                                                           RowShape shape, std::int32_t* out) {
   const std::size_t r = blockIdx.x;
-  const std::int32_t len = context_lens[r];
-  const int S = int(shape.num_segments);
-  const int s_eff = len > 0 ? min(S, len) : 0;
+  const RowGeometry g(context_lens[r], int(shape.num_segments));
   const std::int32_t* row = learned + r * shape.topk;
   std::int32_t* dst = out + r * shape.topk;
-  const std::uint64_t missing =
-      missing_of(row_occupancy(row, shape.topk, len, s_eff, S, dst == row ? nullptr : dst), len,
-                 s_eff);
-  const int s = int(threadIdx.x);
-  if (s < 64 && (missing >> s & 1)) {
-    const int rank = __popcll(missing & ((std::uint64_t(1) << s) - 1));
-    if (std::size_t(rank) < shape.budget) dst[shape.keep + rank] = edge_of(s, len, s_eff);
+  std::uint64_t mask = 0;
+  for (std::size_t i = threadIdx.x; i < shape.topk; i += kThreads) {
+    const std::int32_t v = row[i];
+    if (dst != row) dst[i] = v;
+    if (g.len > 0) mask |= segment_bit(v, g.len, g.ratio, g.last);
+  }
+  const std::uint64_t missing = g.missing(block_or(mask));
+  const int n = int(witness_count(missing, shape.budget));
+  for (int j = int(threadIdx.x); j < n; j += kThreads) dst[shape.keep + j] = g.witness(missing, j);
+}
+
+// topk % 4 == 0, 16-byte aligned rows, topk <= 4 * kVec * kThreads: each thread
+// loads its kVec int4 into registers before using any, so a row is read once and
+// (out of place) written once, witnesses substituted on the way out.
+template <int kVec>
+__global__ void __launch_bounds__(kThreads) merge_rows_registers(const std::int32_t* learned,
+                                                                 const std::int32_t* context_lens,
+                                                                 RowShape shape,
+                                                                 std::int32_t* out) {
+  const std::size_t r = blockIdx.x;
+  const RowGeometry g(context_lens[r], int(shape.num_segments));
+  const std::size_t n4 = shape.topk / 4;
+  const auto* src = reinterpret_cast<const int4*>(learned + r * shape.topk);
+  auto* dst = reinterpret_cast<int4*>(out + r * shape.topk);
+  const bool in_place = learned == out;
+  int4 v[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const std::size_t i = threadIdx.x + std::size_t(k) * kThreads;
+    if (i < n4) v[k] = in_place ? __ldcg(src + i) : __ldcs(src + i);
+  }
+  std::uint64_t mask = 0;
+  if (g.len > 0) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      if (threadIdx.x + std::size_t(k) * kThreads < n4) mask |= int4_bits(v[k], g.len, g.ratio, g.last);
+  }
+  const std::uint64_t missing = g.missing(block_or(mask));
+  const std::size_t n = witness_count(missing, shape.budget);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const std::size_t i = threadIdx.x + std::size_t(k) * kThreads;
+    if (i >= n4) continue;
+    int* lane = reinterpret_cast<int*>(&v[k]);
+    bool touched = false;
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const std::size_t j = 4 * i + c - shape.keep;  // wraps for slots before keep
+      if (j < n) {
+        lane[c] = g.witness(missing, int(j));
+        touched = true;
+      }
+    }
+    if (!in_place) __stcs(dst + i, v[k]);
+    else if (touched) dst[i] = v[k];
   }
 }
 
@@ -103,13 +150,16 @@ __global__ void __launch_bounds__(kThreads) table_kernel(const std::int32_t* lea
                                                          const std::int32_t* context_lens,
                                                          RowShape shape, std::int32_t* table) {
   const std::size_t r = blockIdx.x;
-  const std::int32_t len = context_lens[r];
-  const int S = int(shape.num_segments);
-  const int s_eff = len > 0 ? min(S, len) : 0;
-  const std::uint64_t missing = missing_of(
-      row_occupancy(learned + r * shape.topk, shape.topk, len, s_eff, S, nullptr), len, s_eff);
+  const RowGeometry g(context_lens[r], int(shape.num_segments));
+  const std::int32_t* row = learned + r * shape.topk;
+  std::uint64_t mask = 0;
+  if (g.len > 0)
+    for (std::size_t i = threadIdx.x; i < shape.topk; i += kThreads)
+      mask |= segment_bit(row[i], g.len, g.ratio, g.last);
+  const std::uint64_t missing = g.missing(block_or(mask));
   const int s = int(threadIdx.x);
-  if (s < S) table[r * S + s] = (missing >> s & 1) ? edge_of(s, len, s_eff) : -1;
+  if (s < int(shape.num_segments))
+    table[r * shape.num_segments + s] = (missing >> s & 1) ? g.edge(s) : -1;
 }
 
 std::optional<WitnessError> check_call(std::size_t learned_len, std::size_t topk,
@@ -158,9 +208,20 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
   const std::size_t budget = std::min(max_replacements, topk - learned_keep);
   if (budget == 0 && out.data() == learned.data()) return Ok{};
   if (rows > 0x7fffffffu) return we::DeviceFailure{int(cudaErrorInvalidConfiguration)};
-  merge_kernel<<<unsigned(rows), kThreads, 0, stream>>>(
-      learned.data(), context_lens.data(),
-      RowShape{topk, learned_keep, budget, num_segments}, out.data());
+  const RowShape shape{topk, learned_keep, budget, num_segments};
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const std::size_t per_thread = (topk / 4 + kThreads - 1) / kThreads;
+  const auto grid = unsigned(rows);
+  if (topk % 4 != 0 || !aligned(learned.data()) || !aligned(out.data()) || per_thread > 8)
+    merge_rows_any<<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+  else if (per_thread <= 1)
+    merge_rows_registers<1><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+  else if (per_thread <= 2)
+    merge_rows_registers<2><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+  else if (per_thread <= 4)
+    merge_rows_registers<4><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+  else
+    merge_rows_registers<8><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   return launched();
 }
 
