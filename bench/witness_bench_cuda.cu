@@ -92,7 +92,10 @@ int main() {
   std::printf("%7s %10s | %9s %9s %6s | %9s %6s | %9s %9s %9s\n", "rows", "bytes", "copy_us",
               "merge_us", "ratio", "scat_us", "ratio", "g_copy", "g_merge", "g_scat");
   bool all_ok = true;
+  // AETHER_BENCH_ROWS=N times one size only (for profilers).
+  const char* only = std::getenv("AETHER_BENCH_ROWS");
   for (std::size_t rows = 32; rows <= 32768; rows *= 4) {
+    if (only && std::strtoull(only, nullptr, 10) != rows) continue;
     const std::vector<I> host = learned_rows(rows), lens(rows, kContext);
     const std::size_t bytes = host.size() * sizeof(I);
     I *d_in, *d_out, *d_lens;
