@@ -45,14 +45,14 @@ std::size_t segment_edge(std::size_t s, std::size_t context_len, std::size_t num
 }
 
 // O(K) = { min(floor(x S_eff / L), S - 1) : x ∈ K, x ≥ 0 }
-std::set<std::size_t> occupied_segments(std::span<const std::int32_t> row,
-                                        std::int32_t context_len, std::size_t num_segments) {
-  std::set<std::size_t> occupied;
+std::vector<bool> occupied_segments(std::span<const std::int32_t> row, std::int32_t context_len,
+                                    std::size_t num_segments) {
+  std::vector<bool> occupied(num_segments, false);
   if (context_len <= 0 || num_segments == 0) return occupied;
   for (std::int32_t x : row)
     if (x >= 0)
-      occupied.insert(std::min(segment_of(std::size_t(x), std::size_t(context_len), num_segments),
-                               num_segments - 1));
+      occupied[std::min(segment_of(std::size_t(x), std::size_t(context_len), num_segments),
+                        num_segments - 1)] = true;
   return occupied;
 }
 
@@ -61,10 +61,10 @@ std::vector<std::int32_t> row_witnesses(std::span<const std::int32_t> row,
                                         std::int32_t context_len, std::size_t num_segments) {
   std::vector<std::int32_t> witnesses(num_segments, -1);
   if (context_len <= 0) return witnesses;
-  const std::set<std::size_t> occupied = occupied_segments(row, context_len, num_segments);
+  const std::vector<bool> occupied = occupied_segments(row, context_len, num_segments);
   const std::size_t L = std::size_t(context_len);
   for (std::size_t s = 0; s < effective_segments(L, num_segments); ++s)
-    if (!occupied.contains(s)) witnesses[s] = std::int32_t(segment_edge(s, L, num_segments));
+    if (!occupied[s]) witnesses[s] = std::int32_t(segment_edge(s, L, num_segments));
   return witnesses;
 }
 

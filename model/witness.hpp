@@ -24,10 +24,10 @@ std::size_t segment_of(std::size_t token, std::size_t context_len, std::size_t n
 // e_s = ceil(s L / S_eff)
 std::size_t segment_edge(std::size_t s, std::size_t context_len, std::size_t num_segments);
 
-// O(K) = { min(σ(x), S - 1) : x ∈ K, x ≥ 0 }; -1 (any negative) marks nothing.
-// An out-of-range x ≥ L marks min(floor(x S_eff / L), S - 1).
-std::set<std::size_t> occupied_segments(std::span<const std::int32_t> row,
-                                        std::int32_t context_len, std::size_t num_segments);
+// O(K) = { min(σ(x), S - 1) : x ∈ K, x ≥ 0 }, as S flags; -1 (any negative) marks
+// nothing, and an out-of-range x ≥ L marks min(floor(x S_eff / L), S - 1).
+std::vector<bool> occupied_segments(std::span<const std::int32_t> row, std::int32_t context_len,
+                                    std::size_t num_segments);
 
 // W(K) = { e_s : s < S_eff, s ∉ O(K) }, as S slots (slot s holds e_s or -1).
 // A row with L <= 0 gets no witnesses.

@@ -73,7 +73,7 @@ AETHER_PROP(WitnessModel, witnesses_are_causal_disjoint_distinct_and_complete, "
   // O(K ∪ W(K)) ⊇ {0, ..., S_eff - 1}, occupancy read as the model marks it
   const auto occupied = model::occupied_segments(both, r.len, r.num_segments);
   for (std::size_t s = 0; s < model::effective_segments(std::size_t(r.len), r.num_segments); ++s)
-    RC_ASSERT(occupied.contains(s));
+    RC_ASSERT(occupied[s]);
 }
 
 // Holds for rows of in-range tokens: an out-of-range entry marks segment S - 1

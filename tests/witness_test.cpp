@@ -103,7 +103,8 @@ TEST_P(Witness, short_and_empty_rows_follow_the_source_fallback) {
 
 TEST_P(Witness, an_out_of_range_learned_index_is_clamped_rather_than_refused) {
   // L = 4, S = 8: 20 marks segment min(floor(20 * 4 / 4), 7) = 7, outside S_eff = 4.
-  EXPECT_EQ(model::occupied_segments(V{20}, 4, 8), (std::set<std::size_t>{7}));
+  EXPECT_EQ(model::occupied_segments(V{20}, 4, 8),
+            (std::vector<bool>{false, false, false, false, false, false, false, true}));
   EXPECT_EQ(indices({20, -1, -1, -1, -1, -1}, 6, {4}, 8), (V{0, 1, 2, 3, -1, -1, -1, -1}));
   // ... and it passes through the merge.
   EXPECT_EQ(apply({20, -1, -1, -1, -1, -1}, 6, {4}, 1, 8, 8), (V{20, 0, 1, 2, 3, -1}));
