@@ -49,18 +49,18 @@ run_ctest() {  # run_ctest REGEX -> what its cases did, or FAILED (runs in a sub
   else echo "${passed:-0} passed, ${skipped:-0} skipped"; fi
 }
 
-# libFuzzer pass: clang build with ASan + UBSan, bounded time, exec/s reported.
+# libFuzzer pass: clang build with ASan + UBSan, each target's bounded ctest run.
 declare -A fuzz_run
-if cmake --preset fuzz >/dev/null 2>&1 && cmake --build --preset fuzz >/dev/null 2>&1; then
+if cmake --preset fuzz -DAETHER_FUZZ_SECONDS="$fuzz_seconds" >/dev/null 2>&1 &&
+   cmake --build --preset fuzz >/dev/null 2>&1; then
   for t in "${fuzz_targets[@]}"; do
-    work=$(mktemp -d)
-    cp fuzz/corpus/${t}_fuzz/* "$work"/
-    log=$(build/fuzz/fuzz/${t}_fuzz -max_total_time="$fuzz_seconds" -print_final_stats=1 "$work" 2>&1)
-    rc=$?
+    log=$(ctest --test-dir build/fuzz -R "^${t}_fuzz_run\$" -V 2>&1)
     execs=$(grep -oP 'average_exec_per_sec:\s*\K[0-9]+' <<<"$log")
-    if [ $rc -eq 0 ]; then fuzz_run[$t]="ok, ${execs:-?} exec/s for ${fuzz_seconds} s"
-    else fuzz_run[$t]="FAILED (rc $rc)"; failures=$((failures + 1)); echo "$log" | tail -40 >&2; fi
-    rm -rf "$work"
+    if grep -q '100% tests passed' <<<"$log"; then
+      fuzz_run[$t]="ok, ${execs:-?} exec/s for ${fuzz_seconds} s"
+    else
+      fuzz_run[$t]="FAILED"; failures=$((failures + 1)); echo "$log" | tail -40 >&2
+    fi
   done
 else
   for t in "${fuzz_targets[@]}"; do fuzz_run[$t]="FAILED to build"; done
