@@ -23,9 +23,11 @@ struct RowShape {
 // clamp equals min(x, S - 1): see impl/cpu/witness.cpp.
 __device__ __forceinline__ std::uint64_t segment_bit(std::int32_t x, std::int32_t len,
                                                      double ratio, int last) {
-  if (x < 0) return 0;
-  const int seg = x < len ? int(__fma_rn(double(x), ratio, kLift)) : min(x, last);
-  return std::uint64_t(1) << seg;
+  // Branch-free: an early return for padding would wrap every entry in its own
+  // divergent region and serialize the conversion latencies of a thread's entries.
+  const std::int32_t xc = max(x, 0);
+  const int seg = xc < len ? int(__fma_rn(double(xc), ratio, kLift)) : min(xc, last);
+  return x < 0 ? 0 : std::uint64_t(1) << seg;
 }
 
 __device__ __forceinline__ std::uint64_t int4_bits(int4 v, std::int32_t len, double ratio,
