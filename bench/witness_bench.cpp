@@ -8,22 +8,14 @@
 #include <random>
 #include <vector>
 
+#include "bench/witness_rows.hpp"
 #include "impl/cpu/witness.hpp"
 
 namespace {
 
 using I = std::int32_t;
-constexpr std::size_t kTopk = 2048, kSegments = 64;
-constexpr I kContext = 131072;
-
-// Learned rows that miss about a quarter of the segments, with padding in the tail.
-std::vector<I> learned_rows(std::size_t rows) {
-  std::mt19937 rng(1);
-  std::uniform_int_distribution<I> token(0, kContext * 3 / 4 - 1);
-  std::vector<I> v(rows * kTopk);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = (i % kTopk) < kTopk - kSegments ? token(rng) : -1;
-  return v;
-}
+using aether::bench::kContext, aether::bench::kSegments, aether::bench::kTopk,
+    aether::bench::learned_rows;
 
 using Clock = std::chrono::steady_clock;
 double seconds(Clock::time_point a, Clock::time_point b) {

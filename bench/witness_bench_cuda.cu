@@ -13,14 +13,15 @@
 #include <random>
 #include <vector>
 
+#include "bench/witness_rows.hpp"
 #include "impl/cpu/witness.hpp"
 #include "impl/cuda/witness.hpp"
 
 namespace {
 
 using I = std::int32_t;
-constexpr std::size_t kTopk = 2048, kSegments = 64;
-constexpr I kContext = 131072;
+using aether::bench::kContext, aether::bench::kSegments, aether::bench::kTopk,
+    aether::bench::learned_rows;
 constexpr int kReps = 21, kBatch = 10, kGraphBatch = 20;
 
 void check(cudaError_t e, const char* what) {
@@ -28,14 +29,6 @@ void check(cudaError_t e, const char* what) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
     std::exit(1);
   }
-}
-
-std::vector<I> learned_rows(std::size_t rows) {
-  std::mt19937 rng(1);
-  std::uniform_int_distribution<I> token(0, kContext * 3 / 4 - 1);
-  std::vector<I> v(rows * kTopk);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = (i % kTopk) < kTopk - kSegments ? token(rng) : -1;
-  return v;
 }
 
 // Median over kReps of the per-launch time of kBatch back-to-back launches of

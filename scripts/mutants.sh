@@ -42,7 +42,9 @@ mutant cpu-budget-ignored impl/cpu/witness.cpp \
 mutant model-budget-ignored model/witness.cpp \
   's|const std::size_t budget = std::min(max_replacements, topk - learned_keep);|const std::size_t budget = topk - learned_keep;|'
 mutant cpu-refusal-writes impl/cpu/witness.cpp \
-  's|  if (learned_keep > topk) return we::LearnedKeepOutOfRange{learned_keep, topk};|  if (learned_keep > topk) { std::fill(out.begin(), out.end(), 0); return we::LearnedKeepOutOfRange{learned_keep, topk}; }|'
+  's|  if (auto e = impl::merge_refusal(|  std::fill(out.begin(), out.end(), 0);\n  if (auto e = impl::merge_refusal(|'
+mutant impl-keep-equal-refused impl/witness_refusals.hpp \
+  's|if (learned_keep > topk) return|if (learned_keep >= topk) return|'
 
 cmake --build "$build" --target witness_props witness_test >/dev/null 2>&1
 echo "mutants: $survivors survived"

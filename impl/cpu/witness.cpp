@@ -9,20 +9,11 @@
 #include <optional>
 
 #include "impl/cpu/parallel.hpp"
+#include "impl/witness_refusals.hpp"
 
 namespace aether::cpu {
 
 namespace {
-namespace we = witness_error;
-
-std::optional<WitnessError> check_call(std::size_t learned_len, std::size_t topk,
-                                       std::size_t rows, std::size_t num_segments) {
-  if (static_cast<unsigned __int128>(topk) * rows != learned_len)
-    return we::RowsMismatch{learned_len, topk, rows};
-  if (num_segments == 0 || num_segments > MAX_TOPOLOGY_SEGMENTS)
-    return we::SegmentsOutOfRange{num_segments};
-  return std::nullopt;
-}
 
 // floor(x S_eff / L) for 0 <= x < L < 2^31 as floor(fma(x, S_eff/L, δ)): the
 // quotient is below 64, so the two roundings err by < 2^-46 while a non-integer
@@ -125,8 +116,7 @@ Status<WitnessError> topology_witness_indices(std::span<const std::int32_t> lear
                                               std::size_t num_segments,
                                               std::span<std::int32_t> out) {
   const std::size_t rows = context_lens.size();
-  if (auto e = check_call(learned.size(), topk, rows, num_segments)) return *e;
-  if (out.size() != rows * num_segments) return we::OutputSizeMismatch{rows * num_segments, out.size()};
+  if (auto e = impl::table_refusal(learned.size(), topk, rows, num_segments, out.size())) return *e;
   for_each_row(rows, topk, [&](std::size_t r) {
     std::int32_t* table = out.data() + r * num_segments;
     std::uint64_t missing =
@@ -147,9 +137,9 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
                                               std::size_t max_replacements,
                                               std::span<std::int32_t> out) {
   const std::size_t rows = context_lens.size();
-  if (auto e = check_call(learned.size(), topk, rows, num_segments)) return *e;
-  if (learned_keep > topk) return we::LearnedKeepOutOfRange{learned_keep, topk};
-  if (out.size() != learned.size()) return we::OutputSizeMismatch{learned.size(), out.size()};
+  if (auto e = impl::merge_refusal(learned.size(), topk, rows, learned_keep, num_segments,
+                                   out.size()))
+    return *e;
   const std::size_t budget = std::min(max_replacements, topk - learned_keep);
   for_each_row(rows, topk, [&](std::size_t r) {
     const std::int32_t* row = learned.data() + r * topk;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "impl/cuda/witness.hpp"
+#include "impl/witness_refusals.hpp"
 
 namespace aether::cuda {
 
@@ -164,15 +165,6 @@ __global__ void __launch_bounds__(kThreads) table_kernel(const std::int32_t* lea
     table[r * shape.num_segments + s] = (missing >> s & 1) ? g.edge(s) : -1;
 }
 
-std::optional<WitnessError> check_call(std::size_t learned_len, std::size_t topk,
-                                       std::size_t rows, std::size_t num_segments) {
-  if (static_cast<unsigned __int128>(topk) * rows != learned_len)
-    return we::RowsMismatch{learned_len, topk, rows};
-  if (num_segments == 0 || num_segments > MAX_TOPOLOGY_SEGMENTS)
-    return we::SegmentsOutOfRange{num_segments};
-  return std::nullopt;
-}
-
 Status<WitnessError> launched() {
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return we::DeviceFailure{int(e)};
   return Ok{};
@@ -185,9 +177,7 @@ Status<WitnessError> topology_witness_indices(std::span<const std::int32_t> lear
                                               std::size_t num_segments,
                                               std::span<std::int32_t> out, Stream stream) {
   const std::size_t rows = context_lens.size();
-  if (auto e = check_call(learned.size(), topk, rows, num_segments)) return *e;
-  if (out.size() != rows * num_segments)
-    return we::OutputSizeMismatch{rows * num_segments, out.size()};
+  if (auto e = impl::table_refusal(learned.size(), topk, rows, num_segments, out.size())) return *e;
   if (rows == 0) return Ok{};
   if (rows > 0x7fffffffu) return we::DeviceFailure{int(cudaErrorInvalidConfiguration)};
   table_kernel<<<unsigned(rows), kThreads, 0, stream>>>(learned.data(), context_lens.data(),
@@ -203,9 +193,9 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
                                               std::size_t max_replacements,
                                               std::span<std::int32_t> out, Stream stream) {
   const std::size_t rows = context_lens.size();
-  if (auto e = check_call(learned.size(), topk, rows, num_segments)) return *e;
-  if (learned_keep > topk) return we::LearnedKeepOutOfRange{learned_keep, topk};
-  if (out.size() != learned.size()) return we::OutputSizeMismatch{learned.size(), out.size()};
+  if (auto e = impl::merge_refusal(learned.size(), topk, rows, learned_keep, num_segments,
+                                   out.size()))
+    return *e;
   if (rows == 0) return Ok{};
   const std::size_t budget = std::min(max_replacements, topk - learned_keep);
   if (budget == 0 && out.data() == learned.data()) return Ok{};
