@@ -51,13 +51,21 @@ __device__ std::uint64_t block_or(std::uint64_t mask) {
   return all;
 }
 
+__device__ double reciprocal(double x) {
+#ifdef __CUDA_ARCH__
+  return __drcp_rn(x);
+#else
+  return 1.0 / x;  // never called on the host
+#endif
+}
+
 struct RowGeometry {
   std::int32_t len;
   int s_eff, last;
-  double ratio;
+  double ratio;  // S_eff * RN(1 / L): within 2 ulp of S_eff / L, far inside the 2^-31 margin
   __device__ RowGeometry(std::int32_t l, int num_segments)
       : len(l), s_eff(l > 0 ? min(num_segments, l) : 0), last(num_segments - 1),
-        ratio(l > 0 ? double(s_eff) / double(l) : 0.0) {}
+        ratio(l > 0 ? double(s_eff) * reciprocal(double(l)) : 0.0) {}
   // Segments of [0, S_eff) no entry occupies; none when L <= 0.
   __device__ std::uint64_t missing(std::uint64_t occupied) const {
     if (len <= 0) return 0;
@@ -68,18 +76,22 @@ struct RowGeometry {
   __device__ std::int32_t edge(int s) const {
     return std::int32_t((std::int64_t(s) * len + s_eff - 1) / s_eff);
   }
-  // The j-th witness in ascending segment order: the edge of the j-th missing segment.
-  __device__ std::int32_t witness(std::uint64_t missing, int j) const {
-    const unsigned lo = unsigned(missing), hi = unsigned(missing >> 32);
-    const int below = __popc(lo);
-    return edge(j < below ? int(__fns(lo, 0, j + 1)) : 32 + int(__fns(hi, 0, j + 1 - below)));
-  }
 };
 
 // How many witnesses are written: min(|W(K)|, B).
 __device__ std::size_t witness_count(std::uint64_t missing, std::size_t budget) {
   const auto w = std::size_t(__popcll(missing));
   return w < budget ? w : budget;
+}
+
+// Thread s < 64 owns segment s: when s is missing and its rank among the missing
+// segments is under n, its edge goes to slot keep + rank (ascending segment order).
+__device__ void write_witness(std::uint64_t missing, std::size_t n, std::size_t keep,
+                              std::int32_t edge, std::int32_t* row_out) {
+  const int s = int(threadIdx.x);
+  if (s >= 64 || !(missing >> s & 1)) return;
+  const auto rank = std::size_t(__popcll(missing & ((std::uint64_t(1) << s) - 1)));
+  if (rank < n) row_out[keep + rank] = edge;
 }
 
 // Any shape: every slot is copied (out of place) in the pass that builds the mask;
@@ -95,57 +107,60 @@ __global__ void __launch_bounds__(kThreads) merge_rows_any(const std::int32_t* l
   for (std::size_t i = threadIdx.x; i < shape.topk; i += kThreads) {
     const std::int32_t v = row[i];
     if (dst != row) dst[i] = v;
-    if (g.len > 0) mask |= segment_bit(v, g.len, g.ratio, g.last);
+    mask |= segment_bit(v, g.len, g.ratio, g.last);
   }
+  const int s = int(threadIdx.x);
+  const std::int32_t edge = s < g.s_eff ? g.edge(s) : 0;
   const std::uint64_t missing = g.missing(block_or(mask));
-  const int n = int(witness_count(missing, shape.budget));
-  for (int j = int(threadIdx.x); j < n; j += kThreads) dst[shape.keep + j] = g.witness(missing, j);
+  write_witness(missing, witness_count(missing, shape.budget), shape.keep, edge, dst);
 }
 
 // topk % 4 == 0, 16-byte aligned rows, topk <= 4 * kVec * kThreads: each thread
 // loads its kVec int4 into registers before using any, so a row is read once and
-// (out of place) written once, witnesses substituted on the way out.
+// (out of place) written once: the row's slots outside [keep, keep + n) by their
+// threads, the n witnesses by the threads of their segments. Segment edges are
+// computed while the loads are in flight.
 template <int kVec>
 __global__ void __launch_bounds__(kThreads) merge_rows_registers(const std::int32_t* learned,
                                                                  const std::int32_t* context_lens,
                                                                  RowShape shape,
                                                                  std::int32_t* out) {
   const std::size_t r = blockIdx.x;
-  const RowGeometry g(context_lens[r], int(shape.num_segments));
+  const std::int32_t len = context_lens[r];
   const std::size_t n4 = shape.topk / 4;
   const auto* src = reinterpret_cast<const int4*>(learned + r * shape.topk);
-  auto* dst = reinterpret_cast<int4*>(out + r * shape.topk);
+  std::int32_t* row_out = out + r * shape.topk;
   const bool in_place = learned == out;
+  // Slots past the row read as padding, which marks nothing: the mask loop needs no guard.
   int4 v[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     const std::size_t i = threadIdx.x + std::size_t(k) * kThreads;
-    if (i < n4) v[k] = in_place ? __ldcg(src + i) : __ldcs(src + i);
+    v[k] = i < n4 ? (in_place ? __ldcg(src + i) : __ldcs(src + i)) : make_int4(-1, -1, -1, -1);
   }
+  const RowGeometry g(len, int(shape.num_segments));
+  const int s = int(threadIdx.x);
+  const std::int32_t edge = s < g.s_eff ? g.edge(s) : 0;
+  // A row with L <= 0 has no missing segment, whatever its mask.
   std::uint64_t mask = 0;
-  if (g.len > 0) {
 #pragma unroll
-    for (int k = 0; k < kVec; ++k)
-      if (threadIdx.x + std::size_t(k) * kThreads < n4) mask |= int4_bits(v[k], g.len, g.ratio, g.last);
-  }
+  for (int k = 0; k < kVec; ++k) mask |= int4_bits(v[k], g.len, g.ratio, g.last);
   const std::uint64_t missing = g.missing(block_or(mask));
   const std::size_t n = witness_count(missing, shape.budget);
+  write_witness(missing, n, shape.keep, edge, row_out);
+  if (in_place) return;
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     const std::size_t i = threadIdx.x + std::size_t(k) * kThreads;
     if (i >= n4) continue;
-    int* lane = reinterpret_cast<int*>(&v[k]);
-    bool touched = false;
+    if (4 * i + 4 <= shape.keep || 4 * i >= shape.keep + n) {
+      __stcs(reinterpret_cast<int4*>(row_out) + i, v[k]);
+    } else {  // an int4 that meets the witness slots: only its other lanes
+      const int* lane = reinterpret_cast<const int*>(&v[k]);
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const std::size_t j = 4 * i + c - shape.keep;  // wraps for slots before keep
-      if (j < n) {
-        lane[c] = g.witness(missing, int(j));
-        touched = true;
-      }
+      for (int c = 0; c < 4; ++c)
+        if (4 * i + c - shape.keep >= n) row_out[4 * i + c] = lane[c];  // wraps below keep
     }
-    if (!in_place) __stcs(dst + i, v[k]);
-    else if (touched) dst[i] = v[k];
   }
 }
 
@@ -156,9 +171,8 @@ __global__ void __launch_bounds__(kThreads) table_kernel(const std::int32_t* lea
   const RowGeometry g(context_lens[r], int(shape.num_segments));
   const std::int32_t* row = learned + r * shape.topk;
   std::uint64_t mask = 0;
-  if (g.len > 0)
-    for (std::size_t i = threadIdx.x; i < shape.topk; i += kThreads)
-      mask |= segment_bit(row[i], g.len, g.ratio, g.last);
+  for (std::size_t i = threadIdx.x; i < shape.topk; i += kThreads)
+    mask |= segment_bit(row[i], g.len, g.ratio, g.last);
   const std::uint64_t missing = g.missing(block_or(mask));
   const int s = int(threadIdx.x);
   if (s < int(shape.num_segments))
