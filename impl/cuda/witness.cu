@@ -12,7 +12,8 @@ namespace aether::cuda {
 namespace {
 namespace we = witness_error;
 
-constexpr int kThreads = 256;
+// 128 threads a row: measured on the H200 against 256 and 512 (docs/performance.md).
+constexpr int kThreads = 128;
 // See impl/cpu/witness.cpp: floor(fma(x, S_eff/L, 2^-40)) is floor(x S_eff / L) exactly.
 constexpr double kLift = 0x1p-40;
 
@@ -136,7 +137,7 @@ __global__ void __launch_bounds__(kThreads) merge_rows_registers(const std::int3
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     const std::size_t i = threadIdx.x + std::size_t(k) * kThreads;
-    v[k] = i < n4 ? (in_place ? __ldcg(src + i) : __ldcs(src + i)) : make_int4(-1, -1, -1, -1);
+    v[k] = i < n4 ? __ldcs(src + i) : make_int4(-1, -1, -1, -1);
   }
   const RowGeometry g(len, int(shape.num_segments));
   const int s = int(threadIdx.x);
@@ -218,7 +219,7 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const std::size_t per_thread = (topk / 4 + kThreads - 1) / kThreads;
   const auto grid = unsigned(rows);
-  if (topk % 4 != 0 || !aligned(learned.data()) || !aligned(out.data()) || per_thread > 8)
+  if (topk % 4 != 0 || !aligned(learned.data()) || !aligned(out.data()) || per_thread > 16)
     merge_rows_any<<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   else if (per_thread <= 1)
     merge_rows_registers<1><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
@@ -226,8 +227,10 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
     merge_rows_registers<2><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   else if (per_thread <= 4)
     merge_rows_registers<4><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
-  else
+  else if (per_thread <= 8)
     merge_rows_registers<8><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+  else
+    merge_rows_registers<16><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   return launched();
 }
 
