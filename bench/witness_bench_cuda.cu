@@ -81,6 +81,9 @@ __global__ void read_only(const int4* p, std::size_t n4, int* sink) {
   if (acc == 0x7fffffff) *sink = acc;  // keeps the loads; never true for these rows
 }
 
+// One block doing nothing: the floor of a kernel launch (graph or plain).
+__global__ void empty_kernel() {}
+
 }  // namespace
 
 int main() {
@@ -97,6 +100,9 @@ int main() {
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   std::printf("%7s %10s | %9s %9s %6s | %9s %6s %6s | %9s %9s %9s\n", "rows", "bytes", "copy_us",
               "merge_us", "ratio", "scat_us", "ratio", "read", "g_copy", "g_merge", "g_scat");
+  const auto empty = [&] { empty_kernel<<<1, 32, 0, stream>>>(); };
+  std::printf("launch floor: empty kernel %.2f us plain, %.2f us in a graph\n",
+              median_us(stream, empty), graph_us(stream, empty));
   bool all_ok = true;
   // AETHER_BENCH_ROWS=N times one size only (for profilers).
   const char* only = std::getenv("AETHER_BENCH_ROWS");
