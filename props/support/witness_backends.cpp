@@ -4,18 +4,17 @@
 
 #include "impl/cpu/witness.hpp"
 #include "model/witness.hpp"
+#include "props/support/model_adapter.hpp"
 #include "props/support/property.hpp"
 
 namespace aether::props {
 
 WitnessBackend model_witness_backend() {
   namespace m = aether::model;
-  const auto write = [](const auto& result, std::span<std::int32_t> out) -> Status<WitnessError> {
-    if (!result) return result.error();
-    if (result.value().size() != out.size())
-      return witness_error::OutputSizeMismatch{result.value().size(), out.size()};
-    std::copy(result.value().begin(), result.value().end(), out.begin());
-    return Ok{};
+  const auto write = [](const auto& result, std::span<std::int32_t> out) {
+    return write_into(result, out, [](std::size_t expected, std::size_t actual) {
+      return WitnessError{witness_error::OutputSizeMismatch{expected, actual}};
+    });
   };
   return {"model",
           [=](auto learned, auto topk, auto lens, auto s, auto out) {

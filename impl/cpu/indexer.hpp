@@ -1,0 +1,43 @@
+// CPU backend of the indexer's selection path: the model's contracts and
+// refusals (model/indexer.hpp), outputs into caller buffers, nothing written on
+// a refusal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "api/indexer.hpp"
+
+namespace aether::cpu {
+
+// out: [rows, K], rows = ends.size(). Exact radix selection, threads over rows.
+Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
+                                       std::span<const std::int32_t> ends, std::size_t k,
+                                       std::span<std::int32_t> out);
+
+// out has rows' length and may be rows itself.
+Status<IndexerError> add_prefill_offset(std::span<const std::int32_t> rows, std::int32_t offset,
+                                        std::span<std::int32_t> out);
+
+// out: ceil(end / block_size) block maxima.
+Status<IndexerError> candidate_block_scores(std::span<const float> row, std::size_t end,
+                                            std::size_t block_size, std::span<float> out);
+
+// out: [K], logical rows ascending, -1 padded.
+Status<IndexerError> candidate_topk(std::span<const float> row, std::size_t end,
+                                    std::span<const std::int32_t> retained_blocks,
+                                    std::size_t block_size, std::size_t k,
+                                    std::span<std::int32_t> out);
+
+// out has compact's length and may be compact itself.
+Status<IndexerError> restore_candidate_indices(std::span<const std::int32_t> compact,
+                                               std::span<const std::int32_t> retained_blocks,
+                                               std::size_t block_size,
+                                               std::span<std::int32_t> out);
+
+Result<std::size_t, IndexerError> prefill_chunk_rows(std::size_t row_width,
+                                                     std::size_t budget_bytes,
+                                                     std::size_t bytes_per_logit = 4);
+
+}  // namespace aether::cpu

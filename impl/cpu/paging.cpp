@@ -1,0 +1,55 @@
+#include "impl/cpu/paging.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace aether::cpu {
+
+namespace {
+namespace pe = paging_error;
+
+std::size_t valid_lanes(std::int32_t count, std::size_t k) {
+  return std::min<std::size_t>(k, std::size_t(std::max(count, 0)));
+}
+}  // namespace
+
+Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t k,
+                                std::span<const std::int32_t> valid_counts,
+                                std::span<const std::int32_t> block_tables,
+                                std::size_t blocks_per_request, std::int64_t block_tokens,
+                                std::int64_t ratio, std::span<std::int32_t> out) {
+  if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
+    return pe::BadGeometry{block_tokens, ratio};
+  const std::int64_t bc = block_tokens / ratio;
+  const std::size_t requests = valid_counts.size();
+  if (rows.size() != requests * k) return pe::ShapeMismatch{requests * k, rows.size()};
+  if (block_tables.size() != requests * blocks_per_request)
+    return pe::ShapeMismatch{requests * blocks_per_request, block_tables.size()};
+  if (out.size() != rows.size()) return pe::ShapeMismatch{rows.size(), out.size()};
+
+  // Every valid lane is checked before any is written (out may alias rows).
+  for (std::size_t n = 0; n < requests; ++n)
+    for (std::size_t i = 0; i < valid_lanes(valid_counts[n], k); ++i) {
+      const std::size_t lane = n * k + i;
+      const std::int64_t j = rows[lane];
+      if (j == -1) continue;
+      if (j < 0 || std::uint64_t(j / bc) >= blocks_per_request)
+        return pe::RowOutsideTable{lane, rows[lane]};
+      const std::int64_t block = block_tables[n * blocks_per_request + std::size_t(j / bc)];
+      if (block < 0 || block * bc + j % bc > std::numeric_limits<std::int32_t>::max())
+        return pe::BadBlock{lane, block};
+    }
+  for (std::size_t n = 0; n < requests; ++n) {
+    const std::size_t valid = valid_lanes(valid_counts[n], k);
+    const std::int32_t* table = block_tables.data() + n * blocks_per_request;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::int32_t j = rows[n * k + i];
+      out[n * k + i] = i >= valid || j == -1
+                           ? -1
+                           : std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc);
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace aether::cpu

@@ -1,0 +1,73 @@
+// Exact reference model of the indexer's selection path (source 003 A.4 and
+// 001 §3): visibility, valid-prefix top-k with -1 padding, prefill offsets,
+// candidate blocks, chunk sizing. Literal: sorts and sets, no selection tricks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "api/indexer.hpp"
+#include "model/rational.hpp"
+
+namespace aether::model {
+
+// I_j = Σ_h w_h max(0, q_h · k_j), exactly, from the actual float inputs (every
+// float is a dyadic rational): queries [H, D], weights [H], keys [L, D] -> [L].
+// Weights may be negative, so scores may be. Refuses NaN/inf inputs.
+Result<std::vector<Rational>, IndexerError> index_scores(std::span<const float> queries,
+                                                         std::span<const float> weights,
+                                                         std::span<const float> keys,
+                                                         std::size_t dim);
+
+// A query at original position p with compression ratio r sees floor((p + 1) / r)
+// completed rows (r >= 1).
+std::int64_t completed_rows(std::int64_t position, std::int64_t ratio);
+
+// Under speculative decode, the query at offset o of next_n verified positions of
+// a sequence of seq_len tokens ends its valid range at max(0, seq_len - next_n + o + 1).
+std::int64_t speculative_row_end(std::int64_t seq_len, std::int64_t next_n, std::int64_t offset);
+
+// The total order of every selection: a before b when score(a) > score(b), or the
+// scores are equal and a < b.
+bool ranks_before(float score_a, std::size_t a, float score_b, std::size_t b);
+
+// Per row r of scores [rows, width]: the min(K, end_r) best of scores[r][0, end_r)
+// in the total order, listed in ascending index order, padded with -1 to K.
+// Entries at or past end_r are never read. Refuses an end outside [0, width] and
+// NaN/inf inside a valid range.
+Result<std::vector<std::int32_t>, IndexerError> valid_prefix_topk(
+    std::span<const float> scores, std::size_t width, std::span<const std::int32_t> ends,
+    std::size_t k);
+
+// Prefill: logical rows plus the request's offset ks; -1 stays -1.
+std::vector<std::int32_t> add_prefill_offset(std::span<const std::int32_t> rows,
+                                             std::int32_t offset);
+
+// Block b of a row covers rows [b bs, (b + 1) bs) ∩ [0, end); its score is the max
+// over them. Blocks with no valid row are absent: ceil(end / bs) blocks.
+Result<std::vector<float>, IndexerError> candidate_block_scores(std::span<const float> row,
+                                                                std::size_t end,
+                                                                std::size_t block_size);
+
+// Token top-k inside the retained blocks only: the min(K, n) best of the n valid
+// rows (< end) of the retained blocks, in the total order, listed ascending,
+// padded with -1 to K. Refuses a retained block that is negative, repeated or has
+// no valid row, and NaN/inf in a candidate row.
+Result<std::vector<std::int32_t>, IndexerError> candidate_topk(
+    std::span<const float> row, std::size_t end, std::span<const std::int32_t> retained_blocks,
+    std::size_t block_size, std::size_t k);
+
+// Compact candidate offset c -> logical row retained[c / bs] * bs + c mod bs; -1 stays -1.
+Result<std::vector<std::int32_t>, IndexerError> restore_candidate_indices(
+    std::span<const std::int32_t> compact, std::span<const std::int32_t> retained_blocks,
+    std::size_t block_size);
+
+// Queries per prefill chunk: floor(budget / (row_width * bytes_per_logit)), rounded
+// down to a multiple of 8, at most 8192; refused when that is 0.
+Result<std::size_t, IndexerError> prefill_chunk_rows(std::size_t row_width,
+                                                     std::size_t budget_bytes,
+                                                     std::size_t bytes_per_logit = 4);
+
+}  // namespace aether::model

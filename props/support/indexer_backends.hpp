@@ -1,0 +1,59 @@
+// Every indexer-selection backend behind one host-memory interface (see
+// witness_backends.hpp): the model adapter and the CPU; CUDA joins when its
+// kernels land. Users add their own by filling in an IndexerBackend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "api/indexer.hpp"
+#include "api/paging.hpp"
+
+namespace aether::props {
+
+struct IndexerBackend {
+  std::string name;
+  std::function<Status<IndexerError>(std::span<const float> scores, std::size_t width,
+                                     std::span<const std::int32_t> ends, std::size_t k,
+                                     std::span<std::int32_t> out)>
+      topk;
+  std::function<Status<IndexerError>(std::span<const float> row, std::size_t end,
+                                     std::span<const std::int32_t> retained_blocks,
+                                     std::size_t block_size, std::size_t k,
+                                     std::span<std::int32_t> out)>
+      candidate_topk;
+  std::function<Status<IndexerError>(std::span<const float> row, std::size_t end,
+                                     std::size_t block_size, std::span<float> out)>
+      block_scores;
+  std::function<Status<IndexerError>(std::span<const std::int32_t> compact,
+                                     std::span<const std::int32_t> retained_blocks,
+                                     std::size_t block_size, std::span<std::int32_t> out)>
+      restore;
+  std::function<Status<IndexerError>(std::span<const std::int32_t> rows, std::int32_t offset,
+                                     std::span<std::int32_t> out)>
+      offset;
+};
+
+struct PagingBackend {
+  std::string name;
+  std::function<Status<PagingError>(std::span<const std::int32_t> rows, std::size_t k,
+                                    std::span<const std::int32_t> valid_counts,
+                                    std::span<const std::int32_t> block_tables,
+                                    std::size_t blocks_per_request, std::int64_t block_tokens,
+                                    std::int64_t ratio, std::span<std::int32_t> out)>
+      slots;
+};
+
+IndexerBackend model_indexer_backend();
+IndexerBackend cpu_indexer_backend();
+std::vector<IndexerBackend> all_indexer_backends();  // model, then the impls present
+
+PagingBackend model_paging_backend();
+PagingBackend cpu_paging_backend();
+std::vector<PagingBackend> all_paging_backends();
+
+}  // namespace aether::props

@@ -1,0 +1,151 @@
+// Lab 27 of source 003 (A.4), verbatim, on every indexer backend, plus the
+// refusals and boundary cases the issue names.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "model/indexer.hpp"
+#include "props/support/indexer_backends.hpp"
+
+namespace aether {
+namespace {
+
+using V = std::vector<std::int32_t>;
+using F = std::vector<float>;
+namespace ie = indexer_error;
+
+// The lab's five keys: the text gives (0, 3) -> 6 and (1, 1) -> 3 and prints the
+// scores [2, 6, 3, 0, 300]; the other three keys are ours, consistent with them.
+const F kQueries{1, 0, 0, 1};  // heads (1, 0) and (0, 1)
+const F kWeights{1, 2};
+const F kKeys{2, 0, 0, 3, 1, 1, -1, -1, 100, 100};
+const F kScores{2, 6, 3, 0, 300};
+
+TEST(IndexerModel, lab27_scores_are_the_weighted_relu_sum) {
+  const auto scores = model::index_scores(kQueries, kWeights, kKeys, 2);
+  ASSERT_TRUE(scores.ok());
+  std::vector<model::Rational> want;
+  for (float s : kScores) want.emplace_back(s);
+  EXPECT_EQ(scores.value(), want);
+  // A negative weight subtracts; a negative dot product is clipped first (001 §3).
+  const auto mixed = model::index_scores(F{1, 0, 0, 1}, F{2, -1}, F{4, 3, -4, 3}, 2);
+  EXPECT_EQ(mixed.value(), (std::vector<model::Rational>{5, -3}));
+  EXPECT_EQ(model::index_scores(F{1, NAN}, F{1}, F{1, 1}, 2).error(),
+            (IndexerError{ie::NonFiniteInput{0, 1}}));
+}
+
+TEST(IndexerModel, lab27_c2_visibility_counts) {
+  // Query 0 sees no completed row; queries 1 and 2 see row 0.
+  EXPECT_EQ(model::completed_rows(0, 2), 0);
+  EXPECT_EQ(model::completed_rows(1, 2), 1);
+  EXPECT_EQ(model::completed_rows(2, 2), 1);
+  EXPECT_EQ(model::completed_rows(3, 2), 2);
+  EXPECT_EQ(model::completed_rows(6, 1), 7);  // C1: every position is a row
+  // Speculative decode: ends clamp at zero.
+  EXPECT_EQ(model::speculative_row_end(10, 3, 0), 8);
+  EXPECT_EQ(model::speculative_row_end(10, 3, 2), 10);
+  EXPECT_EQ(model::speculative_row_end(1, 4, 0), 0);
+}
+
+TEST(IndexerModel, prefill_chunks_are_multiples_of_eight_capped_at_8192) {
+  EXPECT_EQ(model::prefill_chunk_rows(1000, 4000 * 100).value(), 96u);  // 100 -> 96
+  EXPECT_EQ(model::prefill_chunk_rows(1, std::size_t(1) << 30).value(), 8192u);
+  EXPECT_EQ(model::prefill_chunk_rows(1000, 4000 * 8).value(), 8u);
+  EXPECT_EQ(model::prefill_chunk_rows(1000, 4000 * 7).error(),
+            (IndexerError{ie::BudgetTooSmall{28000, 4000}}));
+}
+
+class Indexer : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    for (auto& b : props::all_indexer_backends())
+      if (b.name == GetParam()) backend = b;
+  }
+  V topk(const F& scores, std::size_t width, const V& ends, std::size_t k) {
+    V out(ends.size() * k, 77);
+    auto st = backend.topk(scores, width, ends, k, out);
+    EXPECT_TRUE(st.ok()) << st.error();
+    return out;
+  }
+  props::IndexerBackend backend;
+};
+
+TEST_P(Indexer, lab27_top2_over_the_valid_prefix) {
+  // 300 lies past the valid prefix of 4 and is never selected.
+  EXPECT_EQ(topk(kScores, 5, {4}, 2), (V{1, 2}));
+}
+
+TEST_P(Indexer, lab27_candidate_blocks) {
+  F blocks(2);
+  ASSERT_TRUE(backend.block_scores(kScores, 4, 2, blocks).ok());
+  EXPECT_EQ(blocks, (F{6, 3}));
+  V out(2, 77);
+  ASSERT_TRUE(backend.candidate_topk(kScores, 4, V{0}, 2, 2, out).ok());
+  EXPECT_EQ(out, (V{0, 1}));  // not [1, 2]: candidates restrict the choice
+  // The consumer's compact offsets restore to logical rows.
+  V restored(3, 77);
+  ASSERT_TRUE(backend.restore(V{0, 3, -1}, V{4, 1}, 2, restored).ok());
+  EXPECT_EQ(restored, (V{8, 3, -1}));
+}
+
+TEST_P(Indexer, lab27_one_valid_row_three_slots) {
+  EXPECT_EQ(topk(kScores, 5, {1}, 3), (V{0, -1, -1}));
+}
+
+TEST_P(Indexer, lab27_prefill_offset) {
+  V out(3, 77);
+  ASSERT_TRUE(backend.offset(V{1, 2, -1}, 10, out).ok());
+  EXPECT_EQ(out, (V{11, 12, -1}));
+}
+
+TEST_P(Indexer, empty_and_undersized_ranges_pad_with_minus_one) {
+  EXPECT_EQ(topk(kScores, 5, {0}, 2), (V{-1, -1}));
+  EXPECT_EQ(topk({}, 0, {0, 0}, 1), (V{-1, -1}));
+  EXPECT_EQ(topk(kScores, 5, {5}, 0), V{});
+  EXPECT_EQ(topk(kScores, 5, {5}, 9), (V{0, 1, 2, 3, 4, -1, -1, -1, -1}));
+}
+
+TEST_P(Indexer, ties_go_to_the_lower_index_and_signed_zeros_tie) {
+  EXPECT_EQ(topk({1, 5, 5, 5, 0}, 5, {5}, 2), (V{1, 2}));
+  EXPECT_EQ(topk({0.0f, -0.0f, 0.0f, -1}, 4, {4}, 2), (V{0, 1}));
+  EXPECT_EQ(topk({-0.0f, 0.0f, -0.0f, -1}, 4, {4}, 1), (V{0}));
+  EXPECT_EQ(topk(F(7, 2.5f), 7, {7}, 3), (V{0, 1, 2}));
+}
+
+TEST_P(Indexer, garbage_past_the_end_is_never_read) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(topk({1, 2, nan, inf, 1e30f}, 5, {2}, 2), (V{0, 1}));
+  EXPECT_EQ(topk({1, 2, 3, nan, 4, 5, 6, -inf}, 4, {3, 3}, 1), (V{2, 2}));
+}
+
+TEST_P(Indexer, malformed_calls_are_refused_and_write_nothing) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto refused = [&](const F& scores, std::size_t width, const V& ends, std::size_t k,
+                     IndexerError want) {
+    V out(ends.size() * k, 77);
+    const auto st = backend.topk(scores, width, ends, k, out);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error(), want);
+    EXPECT_EQ(out, V(ends.size() * k, 77));
+  };
+  refused({1, 2, 3}, 2, {2, 2}, 1, ie::ShapeMismatch{4, 3});
+  refused({1, 2, 3, 4}, 2, {2, 3}, 1, ie::EndOutOfRange{1, 3, 2});
+  refused({1, 2, 3, 4}, 2, {-1, 2}, 1, ie::EndOutOfRange{0, -1, 2});
+  refused({1, 2, 3, nan}, 2, {2, 2}, 1, ie::NonFiniteScore{1, 1});
+  V out(2, 77);
+  EXPECT_EQ(backend.candidate_topk(kScores, 4, V{2}, 2, 2, out).error(),
+            (IndexerError{ie::BadCandidateBlock{2, 2}}));
+  EXPECT_EQ(backend.candidate_topk(kScores, 4, V{0, 0}, 2, 2, out).error(),
+            (IndexerError{ie::BadCandidateBlock{0, 2}}));
+  EXPECT_EQ(backend.restore(V{4}, V{0, 1}, 2, std::span(out).first(1)).error(),
+            (IndexerError{ie::BadCandidateBlock{2, 2}}));
+  EXPECT_EQ(out, V(2, 77));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Indexer, ::testing::Values("model", "cpu"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace aether

@@ -1,0 +1,69 @@
+// Lab 27's paged-slot conversion (source 003 A.4.3), verbatim, on every backend,
+// and the refusals (docs/paging.md says which lanes map to -1 and which refuse).
+#include <gtest/gtest.h>
+
+#include "props/support/indexer_backends.hpp"
+
+namespace aether {
+namespace {
+
+using V = std::vector<std::int32_t>;
+namespace pe = paging_error;
+
+class Paging : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    for (auto& b : props::all_paging_backends())
+      if (b.name == GetParam()) backend = b;
+  }
+  props::PagingBackend backend;
+};
+
+TEST_P(Paging, lab27_decode_rows_to_slots) {
+  // B = 8, r = 2, Bc = 4, block table [7, 2]: rows 1, 2, 4 -> 29, 30, 8; padding stays -1.
+  V out(4, 77);
+  ASSERT_TRUE(backend.slots(V{1, 2, 4, -1}, 4, V{3}, V{7, 2}, 2, 8, 2, out).ok());
+  EXPECT_EQ(out, (V{29, 30, 8, -1}));
+  // The same with the padding lane counted valid: -1 still stays -1.
+  ASSERT_TRUE(backend.slots(V{1, 2, 4, -1}, 4, V{4}, V{7, 2}, 2, 8, 2, out).ok());
+  EXPECT_EQ(out, (V{29, 30, 8, -1}));
+}
+
+TEST_P(Paging, lanes_past_the_valid_count_are_minus_one_whatever_they_hold) {
+  V out(4, 77);
+  ASSERT_TRUE(backend.slots(V{1, 999, -5, 3}, 4, V{1}, V{7, 2}, 2, 8, 2, out).ok());
+  EXPECT_EQ(out, (V{29, -1, -1, -1}));
+  ASSERT_TRUE(backend.slots(V{1, 2, 4, 5}, 2, V{-3, 9}, V{7, 2, 0, 1}, 2, 8, 2, out).ok());
+  EXPECT_EQ(out, (V{-1, -1, 4, 5}));  // negative count: no valid lane; 9 > K: all valid
+}
+
+TEST_P(Paging, in_place_conversion_matches) {
+  V buf{1, 2, 4, -1};
+  ASSERT_TRUE(backend.slots(buf, 4, V{3}, V{7, 2}, 2, 8, 2, buf).ok());
+  EXPECT_EQ(buf, (V{29, 30, 8, -1}));
+}
+
+TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
+  auto refused = [&](const V& rows, std::size_t k, const V& counts, const V& table,
+                     std::size_t per, std::int64_t b, std::int64_t r, PagingError want) {
+    V out(rows.size(), 77);
+    const auto st = backend.slots(rows, k, counts, table, per, b, r, out);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error(), want);
+    EXPECT_EQ(out, V(rows.size(), 77));
+  };
+  refused({1}, 1, {1}, {7}, 1, 8, 3, pe::BadGeometry{8, 3});
+  refused({1}, 1, {1}, {7}, 1, 8, 0, pe::BadGeometry{8, 0});
+  refused({1}, 1, {1}, {7}, 1, 1, 2, pe::BadGeometry{1, 2});
+  refused({1, 2}, 1, {1}, {7}, 1, 8, 2, pe::ShapeMismatch{1, 2});
+  refused({1, 8}, 2, {2}, {7, 2}, 2, 8, 2, pe::RowOutsideTable{1, 8});
+  refused({1, -2}, 2, {2}, {7, 2}, 2, 8, 2, pe::RowOutsideTable{1, -2});
+  refused({1, 4}, 2, {2}, {7, -1}, 2, 8, 2, pe::BadBlock{1, -1});
+  refused({1}, 1, {1}, {0x7fffffff}, 1, 8, 2, pe::BadBlock{0, 0x7fffffff});
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Paging, ::testing::Values("model", "cpu"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace aether
