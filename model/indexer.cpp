@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <set>
 
 namespace aether::model {
 
@@ -103,12 +104,9 @@ Result<std::vector<std::int32_t>, IndexerError> candidate_topk(
   if (block_size == 0) return ie::BadCandidateBlock{0, 0};
   if (end > row.size()) return ie::EndOutOfRange{0, std::int64_t(end), row.size()};
   std::vector<std::size_t> candidates;
-  for (std::size_t i = 0; i < retained_blocks.size(); ++i) {
-    const std::int32_t b = retained_blocks[i];
-    const bool repeated =
-        std::find(retained_blocks.begin(), retained_blocks.begin() + std::ptrdiff_t(i), b) !=
-        retained_blocks.begin() + std::ptrdiff_t(i);
-    if (b < 0 || std::size_t(b) * block_size >= end || repeated)
+  std::set<std::int32_t> seen;
+  for (std::int32_t b : retained_blocks) {
+    if (b < 0 || std::size_t(b) * block_size >= end || !seen.insert(b).second)
       return ie::BadCandidateBlock{std::size_t(std::max(b, 0)), block_size};
     for (std::size_t j = std::size_t(b) * block_size;
          j < std::min((std::size_t(b) + 1) * block_size, end); ++j)

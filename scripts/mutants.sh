@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
-# Deliberately broken variants (issue 2): each must make a property or test fail.
-# Breaks one line, rebuilds the witness suites, runs them, restores the file.
-# Exits non-zero if a mutant survives. Usage: scripts/mutants.sh [build-dir]
+# Deliberately broken variants: each must make a property or test of its
+# component fail. Breaks one line, rebuilds that component's suites, runs them,
+# restores the file. Exits non-zero if a mutant survives.
+# Usage: scripts/mutants.sh [build-dir] [component ...]   (default: every component)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
+shift || true
+only=" ${*:-witness indexer paging} "
 survivors=0
 
-mutant() {  # mutant NAME FILE SED-EXPRESSION
-  local name=$1 file=$2 expr=$3 backup
+mutant() {  # mutant COMPONENT NAME FILE SED-EXPRESSION
+  local component=$1 name=$2 file=$3 expr=$4 backup failed
+  [[ $only == *" $component "* ]] || return 0
   backup=$(mktemp)
   cp "$file" "$backup"
   sed -i "$expr" "$file"
   if cmp -s "$file" "$backup"; then
     echo "mutant $name: the expression no longer applies to $file"; survivors=$((survivors + 1))
-  elif ! cmake --build "$build" --target witness_props witness_test >/dev/null 2>&1; then
+  elif ! cmake --build "$build" --target "${component}_props" "${component}_test" >/dev/null 2>&1; then
     echo "mutant $name: does not build"; survivors=$((survivors + 1))
   else
-    local failed
-    failed=$( { RC_PARAMS=max_success=10000 "$build/props/witness_props" --gtest_filter='Witness*' --gtest_brief=1
-                "$build/tests/witness_test" --gtest_brief=1; } 2>&1 | grep -c '^\[  FAILED  \] [A-Z].*(')
+    failed=$( { RC_PARAMS=max_success=10000 "$build/props/${component}_props" --gtest_brief=1
+                "$build/tests/${component}_test" --gtest_brief=1; } 2>&1 | grep -c '^\[  FAILED  \] [A-Z].*(')
     if [ "$failed" -gt 0 ]; then echo "mutant $name: killed by $failed failing tests"
     else echo "mutant $name: SURVIVED"; survivors=$((survivors + 1)); fi
   fi
@@ -27,25 +30,49 @@ mutant() {  # mutant NAME FILE SED-EXPRESSION
   rm -f "$backup"
 }
 
-mutant cpu-edge-floor impl/cpu/witness.cpp \
+# witness (issue 2): floor edges, keep off by one, padding marking segment 0, budget ignored
+mutant witness cpu-edge-floor impl/cpu/witness.cpp \
   's|return std::int32_t((s \* len + s_eff - 1) / s_eff);|return std::int32_t((s * len) / s_eff);|'
-mutant model-edge-floor model/witness.cpp \
+mutant witness model-edge-floor model/witness.cpp \
   's|return static_cast<std::size_t>((n + d - 1) / d);|return static_cast<std::size_t>(n / d);|'
-mutant cpu-keep-off-by-one impl/cpu/witness.cpp \
+mutant witness cpu-keep-off-by-one impl/cpu/witness.cpp \
   's|dst\[learned_keep + j\] = segment_edge|dst[learned_keep + 1 + j] = segment_edge|'
-mutant model-keep-off-by-one model/witness.cpp \
+mutant witness model-keep-off-by-one model/witness.cpp \
   's|out\[r \* topk + learned_keep + j++\] = w;|out[r * topk + learned_keep - (learned_keep > 0) + j++] = w;|'
-mutant cpu-padding-marks-segment-0 impl/cpu/witness.cpp 's|  if (x < 0) return 0;|  if (x < 0) return 1;|'
-mutant model-padding-marks-segment-0 model/witness.cpp 's|    if (x >= 0)$|    if (x >= -1)|'
-mutant cpu-budget-ignored impl/cpu/witness.cpp \
+mutant witness cpu-padding-marks-segment-0 impl/cpu/witness.cpp 's|  if (x < 0) return 0;|  if (x < 0) return 1;|'
+mutant witness model-padding-marks-segment-0 model/witness.cpp 's|    if (x >= 0)$|    if (x >= -1)|'
+mutant witness cpu-budget-ignored impl/cpu/witness.cpp \
   's|const std::size_t budget = std::min(max_replacements, topk - learned_keep);|const std::size_t budget = topk - learned_keep;|'
-mutant model-budget-ignored model/witness.cpp \
+mutant witness model-budget-ignored model/witness.cpp \
   's|const std::size_t budget = std::min(max_replacements, topk - learned_keep);|const std::size_t budget = topk - learned_keep;|'
-mutant cpu-refusal-writes impl/cpu/witness.cpp \
+mutant witness cpu-refusal-writes impl/cpu/witness.cpp \
   's|  if (auto e = impl::merge_refusal(|  std::fill(out.begin(), out.end(), 0);\n  if (auto e = impl::merge_refusal(|'
-mutant impl-keep-equal-refused impl/witness_refusals.hpp \
+mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
   's|if (learned_keep > topk) return|if (learned_keep >= topk) return|'
 
-cmake --build "$build" --target witness_props witness_test >/dev/null 2>&1
+# indexer (issue 3): tie order, signed zeros, the valid end, the tie quota, a radix digit,
+# candidates past the end. (hist[d] >= rank -> > rank is an equivalent mutant: the
+# threshold moves to the largest key below the needed ones, the output does not.)
+mutant indexer cpu-ties-to-higher-index impl/cpu/indexer.cpp \
+  's|for (std::size_t j = 0; j < n \&\& written < k; ++j) {|for (std::size_t jj = n; jj-- > 0 \&\& written < k;) { const std::size_t j = jj;|'
+mutant indexer cpu-signed-zeros-differ impl/cpu/indexer.cpp 's|  if (bits == 0x80000000u) bits = 0;||'
+mutant indexer cpu-reads-past-end impl/cpu/indexer.cpp \
+  's|select_row(scores.data() + r \* width, std::size_t(ends\[r\]), k|select_row(scores.data() + r * width, std::min(width, std::size_t(ends[r]) + 1), k|'
+mutant indexer cpu-tie-quota-ignored impl/cpu/indexer.cpp 's|        ties -= key == threshold;||'
+mutant indexer cpu-radix-digit-lost impl/cpu/indexer.cpp 's|kBits\[3\] = {11, 11, 10}|kBits[3] = {11, 11, 9}|'
+mutant indexer model-candidates-ignore-end model/indexer.cpp \
+  's|         j < std::min((std::size_t(b) + 1) \* block_size, end); ++j)|         j < (std::size_t(b) + 1) * block_size \&\& j < row.size(); ++j)|'
+mutant indexer model-ties-to-higher-index model/indexer.cpp \
+  's|return score_a > score_b \|\| (score_a == score_b \&\& a < b);|return score_a > score_b \|\| (score_a == score_b \&\& a > b);|'
+
+# paging (issue 3): offset, valid count, table bound
+mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
+  's|: std::int32_t(std::int64_t(table\[j / bc\]) \* bc + j % bc);|: std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc + 1);|'
+mutant paging cpu-valid-count-inclusive impl/cpu/paging.cpp \
+  's|out\[n \* k + i\] = i >= valid \|\| j == -1|out[n * k + i] = i > valid \|\| j == -1|'
+mutant paging model-table-bound model/paging.cpp \
+  's|std::uint64_t(j / bc) >= blocks_per_request)|std::uint64_t(j / bc) > blocks_per_request)|'
+
+for c in $only; do cmake --build "$build" --target "${c}_props" "${c}_test" >/dev/null 2>&1; done
 echo "mutants: $survivors survived"
 exit $((survivors > 0))

@@ -2,20 +2,34 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <thread>
 #include <vector>
 
 namespace aether::cpu {
 
-// Below this many elements a thread start costs more than it saves.
-inline constexpr std::size_t kParallelMinElements = std::size_t(1) << 17;
+// Below this many elements a thread start costs more than it saves; settable so
+// properties can force the threaded path on small inputs.
+inline std::atomic<std::size_t>& parallel_threshold() {
+  static std::atomic<std::size_t> elements{std::size_t(1) << 17};
+  return elements;
+}
+
+// Most threads a CPU call may use; 0 means the hardware's count. Results never
+// depend on it (properties check that); callers that own their threads lower it.
+inline std::atomic<std::size_t>& thread_limit() {
+  static std::atomic<std::size_t> limit{0};
+  return limit;
+}
 
 template <class RowFn>
 void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {
-  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t hw = thread_limit().load() != 0
+                             ? thread_limit().load()
+                             : std::max(1u, std::thread::hardware_concurrency());
   const std::size_t threads =
-      std::min({hw, rows, rows * elements_per_row / kParallelMinElements + 1});
+      std::min({hw, rows, rows * elements_per_row / std::max<std::size_t>(1, parallel_threshold().load()) + 1});
   if (threads <= 1) {
     for (std::size_t r = 0; r < rows; ++r) fn(r);
     return;

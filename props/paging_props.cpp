@@ -1,0 +1,54 @@
+// Properties of paged-slot conversion (source 003 A.4.3): the slot lands in its
+// block at its offset; L0 agreement of the CPU backend with the model, refusals
+// and untouched buffers included; in place equals out of place.
+#include "model/paging.hpp"
+#include "props/support/compare.hpp"
+#include "props/support/indexer_backends.hpp"
+#include "props/support/indexer_gen.hpp"
+#include "props/support/property.hpp"
+
+namespace aether {
+namespace {
+
+using I = std::int32_t;
+using V = std::vector<I>;
+
+AETHER_PROP(PagingModel, a_slot_is_its_block_times_bc_plus_its_offset, "model", ()) {
+  const props::PagingCall c = *props::gen_paging_call();
+  const auto out = model::paged_slots(c.rows, c.k, c.valid_counts, c.block_tables,
+                                      c.blocks_per_request, c.block_tokens, c.ratio);
+  if (!out) return;
+  const std::int64_t bc = c.block_tokens / c.ratio;
+  for (std::size_t n = 0; n < c.valid_counts.size(); ++n)
+    for (std::size_t i = 0; i < c.k; ++i) {
+      const I slot = out.value()[n * c.k + i], row = c.rows[n * c.k + i];
+      const bool valid = I(i) < c.valid_counts[n] && row != -1;
+      RC_ASSERT((slot == -1) == !valid);
+      if (valid) {
+        RC_ASSERT(slot / bc == c.block_tables[n * c.blocks_per_request + std::size_t(row / bc)]);
+        RC_ASSERT(slot % bc == row % bc);
+      }
+    }
+}
+
+AETHER_PROP(PagingCpu, agrees_with_the_model_on_every_call, "L0", ()) {
+  const props::PagingCall c = *props::gen_paging_call();
+  const V before(c.rows.size(), 0x5a5a5a5a);
+  V out = before;
+  const auto got = props::cpu_paging_backend().slots(c.rows, c.k, c.valid_counts, c.block_tables,
+                                                     c.blocks_per_request, c.block_tokens,
+                                                     c.ratio, out);
+  const auto want = model::paged_slots(c.rows, c.k, c.valid_counts, c.block_tables,
+                                       c.blocks_per_request, c.block_tokens, c.ratio);
+  if (auto d = props::differential_report<I>(want, got, before, out, "cpu slots"); !d.empty())
+    RC_FAIL(d);
+  V in_place = c.rows;
+  const auto again = props::cpu_paging_backend().slots(in_place, c.k, c.valid_counts,
+                                                       c.block_tables, c.blocks_per_request,
+                                                       c.block_tokens, c.ratio, in_place);
+  RC_ASSERT(again.ok() == got.ok());
+  RC_ASSERT(in_place == (got.ok() ? out : c.rows));
+}
+
+}  // namespace
+}  // namespace aether

@@ -1,0 +1,222 @@
+#include "props/support/indexer_gen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "props/support/compare.hpp"
+
+namespace aether::props {
+
+namespace gen = rc::gen;
+using I = std::int32_t;
+
+void showValue(const TopkCall& c, std::ostream& os) {
+  os << "TopkCall{width=" << c.width << ", k=" << c.k
+     << ", ends=" << show_span(std::span<const I>(c.ends))
+     << ", scores=" << show_span(std::span<const float>(c.scores), 96) << "}";
+}
+
+void showValue(const CandidateCall& c, std::ostream& os) {
+  os << "CandidateCall{end=" << c.end << ", block_size=" << c.block_size << ", k=" << c.k
+     << ", retained=" << show_span(std::span<const I>(c.retained_blocks))
+     << ", row=" << show_span(std::span<const float>(c.row), 96) << "}";
+}
+
+void showValue(const PagingCall& c, std::ostream& os) {
+  os << "PagingCall{B=" << c.block_tokens << ", r=" << c.ratio << ", k=" << c.k
+     << ", valid_counts=" << show_span(std::span<const I>(c.valid_counts))
+     << ", blocks_per_request=" << c.blocks_per_request
+     << ", block_tables=" << show_span(std::span<const I>(c.block_tables))
+     << ", rows=" << show_span(std::span<const I>(c.rows)) << "}";
+}
+
+rc::Gen<std::size_t> gen_valid_length() {
+  return gen::weightedOneOf<std::size_t>({
+      {60, gen::inRange<std::size_t>(0, 40)},
+      {20, gen::inRange<std::size_t>(40, 600)},
+      {10, gen::element<std::size_t>(0, 1, 2, 7, 8, 9, 31, 32, 33, 511, 512, 513, 1023, 1024)},
+      {1, gen::element<std::size_t>(16000, 131072)},
+  });
+}
+
+namespace {
+// Long rows are filled from a seeded stream: per-element generators (and their
+// shrink trees) would cost more than the check. Same patterns as short rows.
+std::vector<float> seeded_scores(std::size_t n, int pattern, std::uint32_t seed) {
+  std::mt19937 rng{seed};
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (pattern) {
+      case 0: v[i] = float(int(rng() % 7) - 3); break;                   // ties
+      case 1: v[i] = 1.5f; break;                                        // all equal
+      case 2: v[i] = rng() % 8 ? (rng() % 5 ? 0.0f : -0.0f) : float(rng() % 100) / 8; break;
+      case 3: v[i] = float(i); break;                                    // ascending
+      case 4: v[i] = float(n - i); break;                                // descending
+      default: {
+        const float f = std::bit_cast<float>(std::uint32_t(rng()));
+        v[i] = std::isfinite(f) ? f : 1.0f;
+      }
+    }
+  }
+  return v;
+}
+}  // namespace
+
+rc::Gen<std::vector<float>> gen_scores(std::size_t n) {
+  if (n > 600)
+    return gen::apply([n](int pattern, std::uint32_t seed) { return seeded_scores(n, pattern, seed); },
+                      gen::inRange(0, 6), gen::arbitrary<std::uint32_t>());
+  const auto vec = [n](rc::Gen<float> g) { return gen::container<std::vector<float>>(n, g); };
+  const auto small_int = gen::map(gen::inRange(-3, 4), [](int x) { return float(x); });
+  return gen::weightedOneOf<std::vector<float>>({
+      // few distinct values: many ties at the cutoff
+      {4, vec(small_int)},
+      // all equal
+      {1, gen::map(small_int, [n](float v) { return std::vector<float>(n, v); })},
+      // a plateau of exact zeros (ReLU) with a few positive and signed-zero entries
+      {2, vec(gen::weightedOneOf<float>({{6, gen::just(0.0f)}, {1, gen::just(-0.0f)},
+                                          {2, gen::map(gen::inRange(1, 100), [](int x) { return float(x) / 8; })}}))},
+      // ascending and descending
+      {1, gen::just([n] {
+         std::vector<float> v(n);
+         std::iota(v.begin(), v.end(), 0.0f);
+         return v;
+       }())},
+      {1, gen::just([n] {
+         std::vector<float> v(n);
+         for (std::size_t i = 0; i < n; ++i) v[i] = float(n - i);
+         return v;
+       }())},
+      // general finite floats: negatives, subnormals, huge
+      {3, vec(gen::weightedOneOf<float>(
+              {{6, gen::map(gen::arbitrary<std::int32_t>(),
+                            [](std::int32_t b) {
+                              const float f = std::bit_cast<float>(b);
+                              return std::isfinite(f) ? f : 1.0f;
+                            })},
+               {1, gen::element(1e30f, -1e30f, std::numeric_limits<float>::max(),
+                                std::numeric_limits<float>::denorm_min())}}))},
+  });
+}
+
+rc::Gen<float> gen_garbage() {
+  return gen::element(std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::infinity(),
+                      -std::numeric_limits<float>::infinity(), 1e30f, 3e38f, -0.0f, 42.0f);
+}
+
+rc::Gen<TopkCall> gen_well_formed_topk_call() {
+  return gen::exec([] {
+    TopkCall c;
+    const auto rows = *gen::weightedOneOf<std::size_t>(
+        {{8, gen::inRange<std::size_t>(1, 4)}, {1, gen::just<std::size_t>(0)}});
+    std::vector<std::size_t> lens;
+    for (std::size_t r = 0; r < rows; ++r) lens.push_back(*gen_valid_length());
+    const std::size_t longest = lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end());
+    c.width = longest + *gen::weightedOneOf<std::size_t>(
+                            {{3, gen::just<std::size_t>(0)}, {2, gen::inRange<std::size_t>(1, 9)}});
+    for (std::size_t r = 0; r < rows; ++r) {
+      auto valid = *gen_scores(lens[r]);
+      valid.resize(c.width, 0.0f);
+      for (std::size_t j = lens[r]; j < c.width; ++j) valid[j] = *gen_garbage();
+      c.scores.insert(c.scores.end(), valid.begin(), valid.end());
+      c.ends.push_back(I(lens[r]));
+    }
+    c.k = *gen::weightedOneOf<std::size_t>({
+        {6, gen::inRange<std::size_t>(0, longest + 6)},
+        {1, gen::element<std::size_t>(0, 1, 2048)},
+    });
+    return c;
+  });
+}
+
+rc::Gen<TopkCall> gen_any_topk_call() {
+  return gen::weightedOneOf<TopkCall>({
+      {10, gen_well_formed_topk_call()},
+      {1, gen::exec([] {
+         auto c = *gen_well_formed_topk_call();
+         if (c.ends.empty()) c.scores.push_back(1.0f);  // shape mismatch
+         else c.ends[*gen::inRange<std::size_t>(0, c.ends.size())] =
+                  *gen::element<I>(-1, I(c.width + 1), std::numeric_limits<I>::min());
+         return c;
+       })},
+      {1, gen::exec([] {
+         auto c = *gen_well_formed_topk_call();
+         for (std::size_t r = 0; r < c.ends.size(); ++r)
+           if (c.ends[r] > 0) {
+             c.scores[r * c.width + *gen::inRange<std::size_t>(0, std::size_t(c.ends[r]))] =
+                 *gen::element(std::numeric_limits<float>::quiet_NaN(),
+                               std::numeric_limits<float>::infinity());
+             break;
+           }
+         return c;
+       })},
+      {1, gen::exec([] {
+         auto c = *gen_well_formed_topk_call();
+         if (!c.scores.empty()) c.scores.pop_back();
+         else c.width += 1, c.ends.push_back(0);
+         return c;
+       })},
+  });
+}
+
+rc::Gen<CandidateCall> gen_candidate_call() {
+  return gen::exec([] {
+    CandidateCall c;
+    c.block_size = *gen::weightedOneOf<std::size_t>(
+        {{4, gen::element<std::size_t>(1, 2, 8, 16)}, {1, gen::inRange<std::size_t>(0, 20)}});
+    c.end = *gen::weightedOneOf<std::size_t>(
+        {{6, gen::inRange<std::size_t>(0, 200)}, {1, gen::element<std::size_t>(511, 1024, 4099)}});
+    c.row = *gen_scores(c.end);
+    const std::size_t extra = *gen::inRange<std::size_t>(0, 5);
+    for (std::size_t j = 0; j < extra; ++j) c.row.push_back(*gen_garbage());
+    const std::size_t blocks = c.block_size ? (c.end + c.block_size - 1) / c.block_size : 0;
+    std::vector<I> all(blocks);
+    std::iota(all.begin(), all.end(), 0);
+    std::mt19937 rng{std::uint32_t(*gen::inRange<int>(0, 1 << 30))};
+    std::shuffle(all.begin(), all.end(), rng);
+    all.resize(std::uniform_int_distribution<std::size_t>(0, all.size())(rng));
+    c.retained_blocks = all;
+    if (*gen::inRange(0, 12) == 0)  // a bad block: past the row, negative or repeated
+      c.retained_blocks.push_back(*gen::element<I>(I(blocks), -1, c.retained_blocks.empty() ? 0 : c.retained_blocks[0]));
+    if (*gen::inRange(0, 12) == 0 && c.end > 0)  // NaN inside a candidate
+      c.row[*gen::inRange<std::size_t>(0, c.end)] = std::numeric_limits<float>::quiet_NaN();
+    c.k = *gen::inRange<std::size_t>(0, 40);
+    return c;
+  });
+}
+
+rc::Gen<PagingCall> gen_paging_call() {
+  return gen::exec([] {
+    PagingCall c;
+    c.ratio = *gen::weightedOneOf<std::int64_t>(
+        {{8, gen::element<std::int64_t>(1, 2, 4, 128)}, {1, gen::element<std::int64_t>(0, 3, -2)}});
+    c.block_tokens = *gen::weightedOneOf<std::int64_t>(
+        {{8, gen::map(gen::element<std::int64_t>(1, 2, 4, 16, 64),
+                      [r = std::max<std::int64_t>(c.ratio, 1)](std::int64_t m) { return m * r; })},
+         {1, gen::element<std::int64_t>(0, 1, 7, 256)}});
+    const std::int64_t bc = c.ratio > 0 && c.block_tokens > 0 ? std::max<std::int64_t>(c.block_tokens / c.ratio, 1) : 1;
+    const auto requests = *gen::inRange<std::size_t>(0, 4);
+    c.k = *gen::inRange<std::size_t>(0, 12);
+    c.blocks_per_request = *gen::inRange<std::size_t>(0, 6);
+    for (std::size_t n = 0; n < requests; ++n) {
+      for (std::size_t b = 0; b < c.blocks_per_request; ++b)
+        c.block_tables.push_back(*gen::weightedOneOf<I>(
+            {{12, gen::inRange<I>(0, 1000)}, {1, gen::element<I>(-1, std::numeric_limits<I>::max())}}));
+      const std::int64_t rows_in_table = std::int64_t(c.blocks_per_request) * bc;
+      for (std::size_t i = 0; i < c.k; ++i)
+        c.rows.push_back(*gen::weightedOneOf<I>(
+            {{10, rows_in_table > 0 ? gen::inRange<I>(0, I(std::min<std::int64_t>(rows_in_table, 1 << 30))) : gen::just<I>(-1)},
+             {3, gen::just<I>(-1)},
+             {1, gen::element<I>(-2, I(std::min<std::int64_t>(rows_in_table, 1 << 30)), std::numeric_limits<I>::max())}}));
+      c.valid_counts.push_back(*gen::weightedOneOf<I>(
+          {{6, gen::inRange<I>(0, I(c.k) + 1)}, {1, gen::element<I>(-1, I(c.k) + 5)}}));
+    }
+    return c;
+  });
+}
+
+}  // namespace aether::props

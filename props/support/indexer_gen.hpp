@@ -1,0 +1,60 @@
+// Reusable RapidCheck generators for the indexer's selection path and paged
+// slots. Adversarial by construction (issue 3): valid lengths at 0, 1, tile edges
+// and up to 131072; all scores equal; many ties at the cutoff; plateaus of exact
+// zeros from the ReLU; ascending rows; NaN, inf and 1e30 past the valid end; K
+// larger than the valid count.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+namespace aether::props {
+
+// A batched valid-prefix top-k call: scores [rows, width], one end per row.
+struct TopkCall {
+  std::vector<float> scores;
+  std::size_t width = 0;
+  std::vector<std::int32_t> ends;
+  std::size_t k = 0;
+};
+void showValue(const TopkCall& call, std::ostream& os);
+
+// A candidate-block call on one row.
+struct CandidateCall {
+  std::vector<float> row;
+  std::size_t end = 0;
+  std::vector<std::int32_t> retained_blocks;
+  std::size_t block_size = 1;
+  std::size_t k = 0;
+};
+void showValue(const CandidateCall& call, std::ostream& os);
+
+// A batched paged-slot conversion.
+struct PagingCall {
+  std::vector<std::int32_t> rows;  // [requests, k]
+  std::size_t k = 0;
+  std::vector<std::int32_t> valid_counts;
+  std::vector<std::int32_t> block_tables;  // [requests, blocks_per_request]
+  std::size_t blocks_per_request = 0;
+  std::int64_t block_tokens = 0, ratio = 1;
+};
+void showValue(const PagingCall& call, std::ostream& os);
+
+// Valid lengths: mostly small, sometimes 511..1024, 16000 or 131072.
+rc::Gen<std::size_t> gen_valid_length();
+// n finite scores in one of the adversarial patterns.
+rc::Gen<std::vector<float>> gen_scores(std::size_t n);
+// Values for storage past the valid end: NaN, infinities, 1e30, anything.
+rc::Gen<float> gen_garbage();
+
+rc::Gen<TopkCall> gen_well_formed_topk_call();
+// Well formed most of the time; else a bad end, a shape mismatch or NaN/inf inside.
+rc::Gen<TopkCall> gen_any_topk_call();
+rc::Gen<CandidateCall> gen_candidate_call();  // refusals included now and then
+rc::Gen<PagingCall> gen_paging_call();        // refusals included now and then
+
+}  // namespace aether::props
