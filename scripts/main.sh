@@ -7,8 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzz_seconds=${AETHER_FUZZ_SECONDS:-30}
-components=(witness attention)
-fuzz_targets=(witness)
+components=(witness attention indexer paging)
+fuzz_targets=(witness indexer)
 report=build/report.md
 mkdir -p build
 failures=0
