@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
+#include <span>
 #include <variant>
 
 #include "api/result.hpp"
@@ -13,6 +14,23 @@ namespace aether {
 
 // Chunked prefill never stores logits for more queries than this at once.
 inline constexpr std::size_t MAX_PREFILL_CHUNK_ROWS = 8192;
+
+// How index keys are stored, one row per key (source 003 A.5, issue 3):
+//   F32   D floats                                    4 D bytes
+//   BF16  D bfloat16 (the high half of a float)       2 D bytes
+//   E4M3  D FP8 E4M3 bytes, then one fp32 scale       D + 4 bytes (132 for D = 128)
+// A key's value is the decoded element (times the row's scale for E4M3).
+enum class KeyFormat { F32, BF16, E4M3 };
+
+struct IndexKeys {
+  KeyFormat format = KeyFormat::F32;
+  std::span<const std::byte> bytes;  // rows * row_bytes(format, dim)
+  std::size_t dim = 0;
+};
+
+constexpr std::size_t key_row_bytes(KeyFormat format, std::size_t dim) {
+  return format == KeyFormat::F32 ? 4 * dim : format == KeyFormat::BF16 ? 2 * dim : dim + 4;
+}
 
 namespace indexer_error {
 // scores.size() != rows * width, or an output of the wrong length.

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <bit>
+#include <cstring>
 #include <numeric>
+#include <optional>
 #include <set>
 
 namespace aether::model {
@@ -11,28 +14,135 @@ namespace {
 namespace ie = indexer_error;
 }
 
-// I_j = Σ_h w_h max(0, q_h · k_j)
+// I_j = Σ_h w_h max(0, q_h · k_j), keys given as floats
 Result<std::vector<Rational>, IndexerError> index_scores(std::span<const float> queries,
                                                          std::span<const float> weights,
                                                          std::span<const float> keys,
                                                          std::size_t dim) {
-  const std::size_t heads = weights.size();
-  if (queries.size() != heads * dim) return ie::ShapeMismatch{heads * dim, queries.size()};
-  if (dim == 0 ? !keys.empty() : keys.size() % dim != 0)
-    return ie::ShapeMismatch{dim == 0 ? 0 : keys.size() / dim * dim, keys.size()};
-  const std::span<const float> inputs[3] = {queries, weights, keys};
-  for (int in = 0; in < 3; ++in)
-    for (std::size_t i = 0; i < inputs[in].size(); ++i)
-      if (!std::isfinite(inputs[in][i])) return ie::NonFiniteInput{in, i};
-  const std::size_t n = dim == 0 ? 0 : keys.size() / dim;
-  std::vector<Rational> scores(n, Rational(0));
-  for (std::size_t j = 0; j < n; ++j)
-    for (std::size_t h = 0; h < heads; ++h) {
-      Rational dot = 0;
-      for (std::size_t d = 0; d < dim; ++d) dot += exact(queries[h * dim + d]) * exact(keys[j * dim + d]);
-      scores[j] += exact(weights[h]) * (dot > 0 ? dot : Rational(0));
+  return index_scores(queries, weights, IndexKeys{KeyFormat::F32, std::as_bytes(keys), dim});
+}
+
+namespace {
+// (-1)^s 2^(e-7) (1 + m/8); subnormal (-1)^s 2^-6 (m/8); NaN when e = 15 and m = 7
+std::optional<Rational> e4m3_value(std::uint8_t byte) {
+  const int sign = byte >> 7, e = (byte >> 3) & 15, m = byte & 7;
+  if (e == 15 && m == 7) return std::nullopt;
+  const Rational magnitude = e == 0 ? Rational(m, 8) / 64
+                                    : Rational(8 + m, 8) * (e >= 7 ? Rational(Integer(1) << (e - 7))
+                                                                   : Rational(1, Integer(1) << (7 - e)));
+  return sign ? Rational(-magnitude) : magnitude;
+}
+}  // namespace
+
+Result<std::vector<Rational>, IndexerError> decode_keys(const IndexKeys& keys) {
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  if (row_bytes == 0 ? !keys.bytes.empty() : keys.bytes.size() % row_bytes != 0)
+    return ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0, keys.bytes.size()};
+  const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  std::vector<Rational> values;
+  for (std::size_t j = 0; j < rows; ++j) {
+    const std::byte* row = keys.bytes.data() + j * row_bytes;
+    float scale = 1.0f;
+    if (keys.format == KeyFormat::E4M3) {
+      std::memcpy(&scale, row + keys.dim, 4);
+      if (!std::isfinite(scale) || scale < 0) return ie::NonFiniteInput{2, j * row_bytes + keys.dim};
     }
+    for (std::size_t d = 0; d < keys.dim; ++d) {
+      float f = 0;
+      std::optional<Rational> v;
+      switch (keys.format) {
+        case KeyFormat::F32: std::memcpy(&f, row + 4 * d, 4); break;
+        case KeyFormat::BF16: {
+          std::uint16_t half;
+          std::memcpy(&half, row + 2 * d, 2);
+          f = std::bit_cast<float>(std::uint32_t(half) << 16);
+          break;
+        }
+        case KeyFormat::E4M3: v = e4m3_value(std::uint8_t(row[d])); break;
+      }
+      if (keys.format != KeyFormat::E4M3) {
+        if (!std::isfinite(f)) return ie::NonFiniteInput{2, j * keys.dim + d};
+        v = exact(f);
+      }
+      if (!v) return ie::NonFiniteInput{2, j * keys.dim + d};
+      values.push_back(*v * exact(scale));
+    }
+  }
+  return values;
+}
+
+namespace {
+// Σ_h w_h max(0, Σ_d q_hd k_d) over exact key values, and Σ_h |w_h| Σ_d |q_hd k_d|
+std::pair<Rational, Rational> score_and_magnitude(std::span<const float> queries,
+                                                  std::span<const float> weights,
+                                                  std::span<const Rational> key) {
+  Rational score = 0, magnitude = 0;
+  const std::size_t dim = key.size();
+  for (std::size_t h = 0; h < weights.size(); ++h) {
+    Rational dot = 0, abs_dot = 0;
+    for (std::size_t d = 0; d < dim; ++d) {
+      const Rational term = exact(queries[h * dim + d]) * key[d];
+      dot += term;
+      abs_dot += abs(term);
+    }
+    score += exact(weights[h]) * (dot > 0 ? dot : Rational(0));
+    magnitude += abs(exact(weights[h])) * abs_dot;
+  }
+  return {score, magnitude};
+}
+
+// Rows of stored keys (decode_keys has checked the length).
+std::size_t key_rows(const IndexKeys& keys) {
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  return row_bytes ? keys.bytes.size() / row_bytes : 0;
+}
+
+std::optional<IndexerError> check_scorer_inputs(std::span<const float> queries,
+                                                std::span<const float> weights,
+                                                std::size_t dim) {
+  if (queries.size() != weights.size() * dim)
+    return ie::ShapeMismatch{weights.size() * dim, queries.size()};
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    if (!std::isfinite(queries[i])) return ie::NonFiniteInput{0, i};
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    if (!std::isfinite(weights[i])) return ie::NonFiniteInput{1, i};
+  return std::nullopt;
+}
+}  // namespace
+
+Result<std::vector<Rational>, IndexerError> index_scores(std::span<const float> queries,
+                                                         std::span<const float> weights,
+                                                         const IndexKeys& keys) {
+  if (auto e = check_scorer_inputs(queries, weights, keys.dim)) return *e;
+  const auto values = decode_keys(keys);
+  if (!values) return values.error();
+  std::vector<Rational> scores;
+  for (std::size_t j = 0; j < key_rows(keys); ++j)
+    scores.push_back(score_and_magnitude(queries, weights,
+                                         std::span(values.value()).subspan(j * keys.dim, keys.dim))
+                         .first);
   return scores;
+}
+
+// γ_n = n u / (1 - n u)
+Rational gamma(std::size_t n) {
+  const Rational nu(Integer(n), Integer(1) << 24);
+  return nu / (1 - nu);
+}
+
+// err_j = γ_{D+H+2} Σ_h |w_h| Σ_d |q_hd k_jd|
+Result<std::vector<Rational>, IndexerError> index_score_error_bounds(
+    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys) {
+  if (auto e = check_scorer_inputs(queries, weights, keys.dim)) return *e;
+  const auto values = decode_keys(keys);
+  if (!values) return values.error();
+  const Rational g = gamma(keys.dim + weights.size() + 2);
+  std::vector<Rational> bounds;
+  for (std::size_t j = 0; j < key_rows(keys); ++j)
+    bounds.push_back(g * score_and_magnitude(queries, weights,
+                                             std::span(values.value()).subspan(j * keys.dim, keys.dim))
+                             .second);
+  return bounds;
 }
 
 // floor((p + 1) / r)

@@ -21,6 +21,27 @@ Result<std::vector<Rational>, IndexerError> index_scores(std::span<const float> 
                                                          std::span<const float> keys,
                                                          std::size_t dim);
 
+// The exact value of every stored key element, row-major [L, D]: bf16 is the high
+// half of a float; E4M3 is (-1)^s 2^(e-7) (1 + m/8), subnormal 2^-6 m/8 when e = 0,
+// NaN for e = 15, m = 7 (no infinities), times the row's fp32 scale. Refuses a
+// NaN/inf element or scale, and a negative scale (input 2 = keys).
+Result<std::vector<Rational>, IndexerError> decode_keys(const IndexKeys& keys);
+
+// The same score from stored keys.
+Result<std::vector<Rational>, IndexerError> index_scores(std::span<const float> queries,
+                                                         std::span<const float> weights,
+                                                         const IndexKeys& keys);
+
+// γ_n = n u / (1 - n u), u = 2^-24: the relative error bound of n roundings in fp32.
+Rational gamma(std::size_t n);
+
+// A rigorous bound on |impl - exact| for a backend that forms each head's dot
+// product in fp32 (any order, FMA or not), applies ReLU, and accumulates the
+// weighted heads in fp32, with one more rounding for an E4M3 row scale:
+//   err_j = γ_{D + H + 2} Σ_h |w_h| Σ_d |q_hd k_jd|.
+Result<std::vector<Rational>, IndexerError> index_score_error_bounds(
+    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys);
+
 // A query at original position p with compression ratio r sees floor((p + 1) / r)
 // completed rows (r >= 1).
 std::int64_t completed_rows(std::int64_t position, std::int64_t ratio);

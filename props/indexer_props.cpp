@@ -2,10 +2,13 @@
 // total-order invariants, and L0 agreement of the CPU backend with the model,
 // refusals and untouched buffers included; L3 determinism over thread counts.
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <numeric>
 #include <optional>
 #include <set>
 
+#include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/parallel.hpp"
 #include "model/indexer.hpp"
@@ -154,6 +157,69 @@ AETHER_PROP(IndexerCpu, prefill_offsets_and_chunks_agree_with_the_model, "L0", (
     RC_ASSERT(n * width * 4 <= budget || width == 0);
     RC_ASSERT(n == MAX_PREFILL_CHUNK_ROWS || (n + 8) * width * 4 > budget);
   }
+}
+
+std::vector<float> cpu_scores(const props::ScoreCall& c) {
+  std::vector<float> out(c.rows(), NAN);
+  const auto st = cpu::index_scores(c.queries, c.weights, c.keys(), out);
+  if (!st) RC_FAIL("cpu refused a well-formed scorer call");
+  return out;
+}
+
+AETHER_PROP(IndexerCpu, scores_are_exact_on_the_grid, "L1", ()) {
+  const props::ScoreCall c = *props::gen_grid_score_call();
+  const auto exact = model::index_scores(c.queries, c.weights, c.keys());
+  RC_ASSERT(exact.ok());
+  const auto got = cpu_scores(c);
+  for (std::size_t j = 0; j < got.size(); ++j)
+    if (model::exact(got[j]) != exact.value()[j])
+      RC_FAIL("key " + std::to_string(j) + ": cpu " + std::to_string(got[j]) + ", exact " +
+              exact.value()[j].str());
+}
+
+AETHER_PROP(IndexerCpu, scores_lie_within_the_certified_bound, "L2", ()) {
+  const props::ScoreCall c = *props::gen_float_score_call();
+  const auto exact = model::index_scores(c.queries, c.weights, c.keys());
+  const auto bound = model::index_score_error_bounds(c.queries, c.weights, c.keys());
+  RC_ASSERT(exact.ok() && bound.ok());
+  const auto got = cpu_scores(c);
+  for (std::size_t j = 0; j < got.size(); ++j) {
+    RC_ASSERT(std::isfinite(got[j]));
+    const model::Rational error = abs(model::exact(got[j]) - exact.value()[j]);
+    if (error > bound.value()[j])
+      RC_FAIL("key " + std::to_string(j) + ": |cpu - exact| = " + error.str() + " > bound " +
+              bound.value()[j].str());
+  }
+}
+
+// A top-k chosen from float scores, certified against the exact ones (SPEC §2 L2):
+// for selected i and unselected j, exact(i) >= exact(j) - (err_i + err_j).
+AETHER_PROP(IndexerCpu, a_selection_from_float_scores_is_certified, "L2", ()) {
+  const props::ScoreCall c = *props::gen_float_score_call();
+  const auto exact = model::index_scores(c.queries, c.weights, c.keys()).value();
+  const auto bound = model::index_score_error_bounds(c.queries, c.weights, c.keys()).value();
+  const auto scores = cpu_scores(c);
+  const std::size_t k = *gen::inRange<std::size_t>(0, scores.size() + 2);
+  V chosen(k);
+  RC_ASSERT(cpu_indexer().topk(scores, scores.size(), V{I(scores.size())}, k, chosen).ok());
+  std::set<I> in(chosen.begin(), chosen.end());
+  in.erase(-1);
+  for (I i : in)
+    for (std::size_t j = 0; j < scores.size(); ++j)
+      if (!in.contains(I(j)))
+        RC_ASSERT(exact[std::size_t(i)] >= exact[j] - (bound[std::size_t(i)] + bound[j]));
+}
+
+AETHER_PROP(IndexerCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
+  const props::ScoreCall c = *gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call());
+  const auto simd = cpu_scores(c);
+  struct Portable {
+    Portable() { cpu::simd_allowed() = false; }
+    ~Portable() { cpu::simd_allowed() = true; }
+  } portable;
+  const auto plain = cpu_scores(c);
+  for (std::size_t j = 0; j < simd.size(); ++j)
+    RC_ASSERT(std::bit_cast<std::uint32_t>(simd[j]) == std::bit_cast<std::uint32_t>(plain[j]));
 }
 
 }  // namespace

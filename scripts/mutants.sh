@@ -65,6 +65,15 @@ mutant indexer model-candidates-ignore-end model/indexer.cpp \
 mutant indexer model-ties-to-higher-index model/indexer.cpp \
   's|return score_a > score_b \|\| (score_a == score_b \&\& a < b);|return score_a > score_b \|\| (score_a == score_b \&\& a > b);|'
 
+# indexer scores (issue 3): ReLU dropped, E4M3 scale dropped, a head skipped, and a
+# certified bound too tight to hold (the L2 property must notice the real error)
+mutant indexer cpu-no-relu impl/cpu/indexer_scores.cpp \
+  's|score0 = _mm256_fmadd_ps(w, _mm256_max_ps(acc\[i\]\[0\], zero), score0);|score0 = _mm256_fmadd_ps(w, acc[i][0], score0);|'
+mutant indexer cpu-scale-dropped impl/cpu/indexer_scores.cpp \
+  's|                 ? scores\[t\] \* row_scale(|                 ? scores[t] + 0 * row_scale(|'
+mutant indexer cpu-head-skipped impl/cpu/indexer_scores.cpp 's|  for (; h < heads; ++h) {|  for (++h; h < heads; ++h) {|'
+mutant indexer model-bound-too-tight model/indexer.cpp 's|const Rational g = gamma(keys.dim + weights.size() + 2);|const Rational g = gamma(1);|'
+
 # paging (issue 3): offset, valid count, table bound
 mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
   's|: std::int32_t(std::int64_t(table\[j / bc\]) \* bc + j % bc);|: std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc + 1);|'

@@ -2,9 +2,11 @@
 // refusals and boundary cases the issue names.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
+#include "impl/cpu/indexer.hpp"
 #include "model/indexer.hpp"
 #include "props/support/indexer_backends.hpp"
 
@@ -33,6 +35,34 @@ TEST(IndexerModel, lab27_scores_are_the_weighted_relu_sum) {
   EXPECT_EQ(mixed.value(), (std::vector<model::Rational>{5, -3}));
   EXPECT_EQ(model::index_scores(F{1, NAN}, F{1}, F{1, 1}, 2).error(),
             (IndexerError{ie::NonFiniteInput{0, 1}}));
+}
+
+// The lab's keys stored as F32, BF16 and E4M3 (doubled values with scale 1/2; the
+// last key as (8, 8) with scale 12.5, since 100 has no E4M3 code): the CPU scorer
+// gives the printed scores exactly.
+TEST(IndexerCpu, lab27_scores_in_every_key_format) {
+  std::vector<std::byte> f32(std::as_bytes(std::span(kKeys)).begin(), std::as_bytes(std::span(kKeys)).end());
+  std::vector<std::byte> bf16, e4m3;
+  const std::uint8_t e4m3_codes[5][2] = {{0x48, 0x00}, {0x00, 0x4c}, {0x40, 0x40}, {0xc0, 0xc0}, {0x50, 0x50}};
+  const float scales[5] = {0.5f, 0.5f, 0.5f, 0.5f, 12.5f};
+  for (std::size_t j = 0; j < 5; ++j) {
+    for (std::size_t d = 0; d < 2; ++d) {
+      const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(kKeys[2 * j + d]) >> 16);
+      const auto* p = reinterpret_cast<const std::byte*>(&h);
+      bf16.insert(bf16.end(), p, p + 2);
+      e4m3.push_back(std::byte(e4m3_codes[j][d]));
+    }
+    const auto* p = reinterpret_cast<const std::byte*>(&scales[j]);
+    e4m3.insert(e4m3.end(), p, p + 4);
+  }
+  for (const IndexKeys& keys : {IndexKeys{KeyFormat::F32, f32, 2}, IndexKeys{KeyFormat::BF16, bf16, 2},
+                                IndexKeys{KeyFormat::E4M3, e4m3, 2}}) {
+    F out(5, -7);
+    ASSERT_TRUE(cpu::index_scores(kQueries, kWeights, keys, out).ok());
+    EXPECT_EQ(out, kScores) << "format " << int(keys.format);
+    std::vector<model::Rational> want(kScores.begin(), kScores.end());
+    EXPECT_EQ(model::index_scores(kQueries, kWeights, keys).value(), want);
+  }
 }
 
 TEST(IndexerModel, lab27_c2_visibility_counts) {

@@ -41,3 +41,17 @@ Result<std::size_t, IndexerError> prefill_chunk_rows(std::size_t row_width,
                                                      std::size_t bytes_per_logit = 4);
 
 }  // namespace aether::cpu
+
+namespace aether::cpu {
+
+// I_j = Σ_h w_h max(0, q_h · k_j) for every stored key: queries [H, D], weights [H],
+// out [L]. Evaluation order (fixed, so other backends can match it bit for bit):
+// dot_h = fma(q_h,D-1, k_D-1, ... fma(q_h,0, k_0, 0)), d ascending, in fp32;
+// score = fma(w_H-1, max(dot_H-1, 0), ... fma(w_0, max(dot_0, 0), 0)), h ascending;
+// E4M3 rows: dots over the raw E4M3 values, then score * scale. AVX2 + FMA when the
+// CPU has them, else the same operations one key at a time; threads over keys.
+// Refuses NaN/inf inputs, bad shapes and negative E4M3 scales like the model.
+Status<IndexerError> index_scores(std::span<const float> queries, std::span<const float> weights,
+                                  const IndexKeys& keys, std::span<float> out);
+
+}  // namespace aether::cpu

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/parallel.hpp"
 #include "impl/witness_refusals.hpp"
 
@@ -87,7 +88,7 @@ __attribute__((target("avx2,fma"))) std::uint64_t occupancy_avx2(const std::int3
 // Occupancy bit mask of one row (L > 0).
 std::uint64_t occupancy(const std::int32_t* row, std::size_t topk, std::int32_t len,
                         std::int64_t s_eff, std::int64_t num_segments) {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx2 = use_avx2();
   const double ratio = double(s_eff) / double(len);
   const auto last = std::int32_t(num_segments - 1);
   return avx2 ? occupancy_avx2(row, topk, len, ratio, last)

@@ -1,0 +1,172 @@
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "impl/cpu/indexer.hpp"
+#include "impl/cpu/dispatch.hpp"
+#include "impl/cpu/parallel.hpp"
+
+namespace aether::cpu {
+
+namespace {
+namespace ie = indexer_error;
+
+constexpr std::size_t kTile = 16;  // keys per tile: two AVX2 vectors
+
+// E4M3 byte -> float: (-1)^s 2^(e-7) (1 + m/8), subnormal 2^-6 m/8, NaN for e = 15, m = 7.
+const std::array<float, 256>& e4m3_table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b) {
+      const int e = (b >> 3) & 15, m = b & 7;
+      const float magnitude = e == 0 ? std::ldexp(float(m) / 8, -6) : std::ldexp(1 + float(m) / 8, e - 7);
+      t[std::size_t(b)] = (e == 15 && m == 7) ? NAN : (b & 0x80 ? -magnitude : magnitude);
+    }
+    return t;
+  }();
+  return table;
+}
+
+float element(const IndexKeys& keys, const std::byte* row, std::size_t d) {
+  switch (keys.format) {
+    case KeyFormat::F32: {
+      float f;
+      std::memcpy(&f, row + 4 * d, 4);
+      return f;
+    }
+    case KeyFormat::BF16: {
+      std::uint16_t half;
+      std::memcpy(&half, row + 2 * d, 2);
+      return std::bit_cast<float>(std::uint32_t(half) << 16);
+    }
+    default: return e4m3_table()[std::size_t(row[d])];
+  }
+}
+
+float row_scale(const IndexKeys& keys, const std::byte* row) {
+  float scale = 1.0f;
+  if (keys.format == KeyFormat::E4M3) std::memcpy(&scale, row + keys.dim, 4);
+  return scale;
+}
+
+// The model's refusal order: queries, weights, then keys row by row.
+std::optional<IndexerError> check_inputs(std::span<const float> queries,
+                                         std::span<const float> weights, const IndexKeys& keys) {
+  if (queries.size() != weights.size() * keys.dim)
+    return ie::ShapeMismatch{weights.size() * keys.dim, queries.size()};
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    if (!std::isfinite(queries[i])) return ie::NonFiniteInput{0, i};
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    if (!std::isfinite(weights[i])) return ie::NonFiniteInput{1, i};
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  if (row_bytes == 0 ? !keys.bytes.empty() : keys.bytes.size() % row_bytes != 0)
+    return ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0,
+                             keys.bytes.size()};
+  const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  for (std::size_t j = 0; j < rows; ++j) {
+    const std::byte* row = keys.bytes.data() + j * row_bytes;
+    const float scale = row_scale(keys, row);
+    if (!std::isfinite(scale) || scale < 0) return ie::NonFiniteInput{2, j * row_bytes + keys.dim};
+    for (std::size_t d = 0; d < keys.dim; ++d)
+      if (!std::isfinite(element(keys, row, d))) return ie::NonFiniteInput{2, j * keys.dim + d};
+  }
+  return std::nullopt;
+}
+
+// One key, the documented order, scalar.
+float score_one(std::span<const float> queries, std::span<const float> weights,
+                const IndexKeys& keys, const std::byte* row) {
+  float score = 0;
+  for (std::size_t h = 0; h < weights.size(); ++h) {
+    float dot = 0;
+    for (std::size_t d = 0; d < keys.dim; ++d)
+      dot = std::fma(queries[h * keys.dim + d], element(keys, row, d), dot);
+    score = std::fma(weights[h], dot > 0.0f ? dot : 0.0f, score);  // as max_ps(dot, 0)
+  }
+  return keys.format == KeyFormat::E4M3 ? score * row_scale(keys, row) : score;
+}
+
+// kTile keys from `first`, the same operations eight keys to a vector: keys are
+// decoded into a [D][kTile] tile, four heads at a time share each tile load.
+__attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> queries,
+                                                          std::span<const float> weights,
+                                                          const IndexKeys& keys,
+                                                          std::size_t first, std::size_t count,
+                                                          float* tile, float* out) {
+  const std::size_t dim = keys.dim, heads = weights.size();
+  const std::size_t row_bytes = key_row_bytes(keys.format, dim);
+  for (std::size_t t = 0; t < kTile; ++t)
+    for (std::size_t d = 0; d < dim; ++d)
+      tile[d * kTile + t] =
+          t < count ? element(keys, keys.bytes.data() + (first + t) * row_bytes, d) : 0.0f;
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 score0 = zero, score1 = zero;
+  std::size_t h = 0;
+  for (; h + 4 <= heads; h += 4) {
+    __m256 acc[4][2] = {{zero, zero}, {zero, zero}, {zero, zero}, {zero, zero}};
+    for (std::size_t d = 0; d < dim; ++d) {
+      const __m256 k0 = _mm256_load_ps(tile + d * kTile), k1 = _mm256_load_ps(tile + d * kTile + 8);
+      for (int i = 0; i < 4; ++i) {
+        const __m256 q = _mm256_broadcast_ss(&queries[(h + std::size_t(i)) * dim + d]);
+        acc[i][0] = _mm256_fmadd_ps(q, k0, acc[i][0]);
+        acc[i][1] = _mm256_fmadd_ps(q, k1, acc[i][1]);
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      const __m256 w = _mm256_broadcast_ss(&weights[h + std::size_t(i)]);
+      score0 = _mm256_fmadd_ps(w, _mm256_max_ps(acc[i][0], zero), score0);
+      score1 = _mm256_fmadd_ps(w, _mm256_max_ps(acc[i][1], zero), score1);
+    }
+  }
+  for (; h < heads; ++h) {
+    __m256 acc0 = zero, acc1 = zero;
+    for (std::size_t d = 0; d < dim; ++d) {
+      const __m256 q = _mm256_broadcast_ss(&queries[h * dim + d]);
+      acc0 = _mm256_fmadd_ps(q, _mm256_load_ps(tile + d * kTile), acc0);
+      acc1 = _mm256_fmadd_ps(q, _mm256_load_ps(tile + d * kTile + 8), acc1);
+    }
+    const __m256 w = _mm256_broadcast_ss(&weights[h]);
+    score0 = _mm256_fmadd_ps(w, _mm256_max_ps(acc0, zero), score0);
+    score1 = _mm256_fmadd_ps(w, _mm256_max_ps(acc1, zero), score1);
+  }
+  alignas(32) float scores[kTile];
+  _mm256_store_ps(scores, score0);
+  _mm256_store_ps(scores + 8, score1);
+  for (std::size_t t = 0; t < count; ++t)
+    out[t] = keys.format == KeyFormat::E4M3
+                 ? scores[t] * row_scale(keys, keys.bytes.data() + (first + t) * row_bytes)
+                 : scores[t];
+}
+}  // namespace
+
+Status<IndexerError> index_scores(std::span<const float> queries, std::span<const float> weights,
+                                  const IndexKeys& keys, std::span<float> out) {
+  if (auto e = check_inputs(queries, weights, keys)) return *e;
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  if (out.size() != rows) return ie::ShapeMismatch{rows, out.size()};
+  const bool avx2 = use_avx2();
+  const std::size_t tiles = (rows + kTile - 1) / kTile;
+  for_each_row(tiles, kTile * keys.dim * std::max<std::size_t>(weights.size(), 1),
+               [&](std::size_t t) {
+                 const std::size_t first = t * kTile, count = std::min(kTile, rows - first);
+                 if (avx2) {
+                   thread_local std::vector<float, std::allocator<float>> buffer;
+                   buffer.resize(keys.dim * kTile + 8);
+                   float* tile = reinterpret_cast<float*>(
+                       (reinterpret_cast<std::uintptr_t>(buffer.data()) + 31) & ~std::uintptr_t(31));
+                   score_tile_avx2(queries, weights, keys, first, count, tile, out.data() + first);
+                 } else {
+                   for (std::size_t j = first; j < first + count; ++j)
+                     out[j] = score_one(queries, weights, keys, keys.bytes.data() + j * row_bytes);
+                 }
+               });
+  return Ok{};
+}
+
+}  // namespace aether::cpu
