@@ -32,19 +32,37 @@ const std::array<float, 256>& e4m3_table() {
   return table;
 }
 
+template <KeyFormat kFormat>
+float element(const std::byte* row, std::size_t d) {
+  if constexpr (kFormat == KeyFormat::F32) {
+    float f;
+    std::memcpy(&f, row + 4 * d, 4);
+    return f;
+  } else if constexpr (kFormat == KeyFormat::BF16) {
+    std::uint16_t half;
+    std::memcpy(&half, row + 2 * d, 2);
+    return std::bit_cast<float>(std::uint32_t(half) << 16);
+  } else {
+    return e4m3_table()[std::size_t(row[d])];
+  }
+}
+
 float element(const IndexKeys& keys, const std::byte* row, std::size_t d) {
   switch (keys.format) {
-    case KeyFormat::F32: {
-      float f;
-      std::memcpy(&f, row + 4 * d, 4);
-      return f;
-    }
-    case KeyFormat::BF16: {
-      std::uint16_t half;
-      std::memcpy(&half, row + 2 * d, 2);
-      return std::bit_cast<float>(std::uint32_t(half) << 16);
-    }
-    default: return e4m3_table()[std::size_t(row[d])];
+    case KeyFormat::F32: return element<KeyFormat::F32>(row, d);
+    case KeyFormat::BF16: return element<KeyFormat::BF16>(row, d);
+    default: return element<KeyFormat::E4M3>(row, d);
+  }
+}
+
+// Keys [first, first + count) decoded into tile[D][kTile]; lanes past count are 0.
+template <KeyFormat kFormat>
+void decode_tile(const IndexKeys& keys, std::size_t first, std::size_t count, float* tile) {
+  const std::size_t row_bytes = key_row_bytes(kFormat, keys.dim);
+  for (std::size_t t = 0; t < kTile; ++t) {
+    const std::byte* row = keys.bytes.data() + (first + t) * row_bytes;
+    for (std::size_t d = 0; d < keys.dim; ++d)
+      tile[d * kTile + t] = t < count ? element<kFormat>(row, d) : 0.0f;
   }
 }
 
@@ -100,10 +118,11 @@ __attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> 
                                                           float* tile, float* out) {
   const std::size_t dim = keys.dim, heads = weights.size();
   const std::size_t row_bytes = key_row_bytes(keys.format, dim);
-  for (std::size_t t = 0; t < kTile; ++t)
-    for (std::size_t d = 0; d < dim; ++d)
-      tile[d * kTile + t] =
-          t < count ? element(keys, keys.bytes.data() + (first + t) * row_bytes, d) : 0.0f;
+  switch (keys.format) {
+    case KeyFormat::F32: decode_tile<KeyFormat::F32>(keys, first, count, tile); break;
+    case KeyFormat::BF16: decode_tile<KeyFormat::BF16>(keys, first, count, tile); break;
+    case KeyFormat::E4M3: decode_tile<KeyFormat::E4M3>(keys, first, count, tile); break;
+  }
   const __m256 zero = _mm256_setzero_ps();
   __m256 score0 = zero, score1 = zero;
   std::size_t h = 0;
