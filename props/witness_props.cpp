@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "impl/cpu/dispatch.hpp"
 #include "model/witness.hpp"
 #include "props/support/compare.hpp"
 #include "props/support/property.hpp"
@@ -205,6 +206,24 @@ AETHER_PROP(WitnessCpu, merging_in_place_equals_merging_out_of_place, "L3", ()) 
   RC_ASSERT(backend.apply(in_place, c.topk, c.context_lens, c.learned_keep, c.num_segments,
                           c.max_replacements, in_place).ok());
   RC_ASSERT(out == in_place);
+}
+
+AETHER_PROP(WitnessCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
+  const props::WitnessCall c = *props::gen_well_formed_call();
+  const auto run = [&] {
+    V out(c.learned.size(), -7);
+    RC_ASSERT(props::cpu_witness_backend()
+                  .apply(c.learned, c.topk, c.context_lens, c.learned_keep, c.num_segments,
+                         c.max_replacements, out)
+                  .ok());
+    return out;
+  };
+  const V simd = run();
+  struct Portable {
+    Portable() { cpu::simd_allowed() = false; }
+    ~Portable() { cpu::simd_allowed() = true; }
+  } portable;
+  RC_ASSERT(run() == simd);
 }
 
 #ifdef AETHER_HAVE_CUDA
