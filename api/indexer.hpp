@@ -69,8 +69,14 @@ struct NonFiniteInput {
   friend bool operator==(const NonFiniteInput&, const NonFiniteInput&) = default;
 };
 
+// CUDA only: the runtime reported an error (cudaError_t value).
+struct DeviceFailure {
+  int code;
+  friend bool operator==(const DeviceFailure&, const DeviceFailure&) = default;
+};
+
 using IndexerError = std::variant<ShapeMismatch, EndOutOfRange, NonFiniteScore,
-                                  BadCandidateBlock, BudgetTooSmall, NonFiniteInput>;
+                                  BadCandidateBlock, BudgetTooSmall, NonFiniteInput, DeviceFailure>;
 
 inline std::ostream& operator<<(std::ostream& os, const IndexerError& e) {
   if (auto* p = std::get_if<ShapeMismatch>(&e))
@@ -86,8 +92,9 @@ inline std::ostream& operator<<(std::ostream& os, const IndexerError& e) {
   if (auto* p = std::get_if<BudgetTooSmall>(&e))
     return os << "BudgetTooSmall{budget_bytes=" << p->budget_bytes
               << ", row_bytes=" << p->row_bytes << "}";
-  const auto& n = std::get<NonFiniteInput>(e);
-  return os << "NonFiniteInput{input=" << n.input << ", index=" << n.index << "}";
+  if (auto* p = std::get_if<NonFiniteInput>(&e))
+    return os << "NonFiniteInput{input=" << p->input << ", index=" << p->index << "}";
+  return os << "DeviceFailure{code=" << std::get<DeviceFailure>(e).code << "}";
 }
 }  // namespace indexer_error
 

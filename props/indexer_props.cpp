@@ -84,6 +84,17 @@ AETHER_PROP(IndexerCpu, topk_agrees_with_the_model, "L0", ()) {
   if (auto d = status_report<I>(want, got, before, out, "cpu topk"); !d.empty()) RC_FAIL(d);
 }
 
+#ifdef AETHER_HAVE_CUDA
+AETHER_GPU_PROP(IndexerCuda, topk_agrees_with_the_model, "L0", ()) {
+  const props::TopkCall c = *props::gen_any_topk_call();
+  const V before(c.ends.size() * c.k, 0x5a5a5a5a);
+  V out = before;
+  const auto got = props::cuda_valid_prefix_topk(c.scores, c.width, c.ends, c.k, out);
+  const auto want = model::valid_prefix_topk(c.scores, c.width, c.ends, c.k);
+  if (auto d = status_report<I>(want, got, before, out, "cuda topk"); !d.empty()) RC_FAIL(d);
+}
+#endif
+
 AETHER_PROP(IndexerCpu, the_same_on_every_thread_count_and_run, "L3", ()) {
   props::TopkCall c = *props::gen_well_formed_topk_call();
   const auto run = [&](std::size_t threads) {

@@ -27,10 +27,18 @@ sanitize() {  # [VAR=value] sanitize TOOL NAME BINARY ARGS...
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
 step witness_test "$build/tests/witness_test"
 step witness_props "$build/props/witness_props"
+step indexer_test "$build/tests/indexer_test"
+step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
+sanitize memcheck memcheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
+sanitize racecheck racecheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*' 
 sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
 sanitize racecheck racecheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
 RC_PARAMS=max_success=500 sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
 step witness_bench_cuda "$build/bench/witness_bench_cuda"
 cat "$out/witness_bench_cuda.log"
+AETHER_TOPK_DUMP=/tmp/aether_topk_scores.bin step indexer_bench_cuda "$build/bench/indexer_bench_cuda"
+cat "$out/indexer_bench_cuda.log"
+step indexer_topk_torch python3 bench/indexer_topk_torch.py /tmp/aether_topk_scores.bin
+cat "$out/indexer_topk_torch.log"
 echo "gpu.sh: $([ $status -eq 0 ] && echo all passed || echo FAILURES, see logs in $out)"
 exit $status

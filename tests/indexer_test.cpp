@@ -9,6 +9,7 @@
 #include "impl/cpu/indexer.hpp"
 #include "model/indexer.hpp"
 #include "props/support/indexer_backends.hpp"
+#include "props/support/property.hpp"
 
 namespace aether {
 namespace {
@@ -172,6 +173,39 @@ TEST_P(Indexer, malformed_calls_are_refused_and_write_nothing) {
   EXPECT_EQ(backend.restore(V{4}, V{0, 1}, 2, std::span(out).first(1)).error(),
             (IndexerError{ie::BadCandidateBlock{2, 2}}));
   EXPECT_EQ(out, V(2, 77));
+}
+
+// The CUDA top-k on the lab and its corner cases (GPU only).
+TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const auto topk = [](const F& scores, std::size_t width, const V& ends, std::size_t k) {
+    V out(ends.size() * k, 77);
+    const auto st = props::cuda_valid_prefix_topk(scores, width, ends, k, out);
+    EXPECT_TRUE(st.ok()) << st.error();
+    return out;
+  };
+  EXPECT_EQ(topk(kScores, 5, {4}, 2), (V{1, 2}));
+  EXPECT_EQ(topk(kScores, 5, {1}, 3), (V{0, -1, -1}));
+  EXPECT_EQ(topk({1, 5, 5, 5, 0}, 5, {5}, 2), (V{1, 2}));
+  EXPECT_EQ(topk({0.0f, -0.0f, 0.0f, -1}, 4, {4}, 2), (V{0, 1}));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(topk({1, 2, nan, INFINITY, 1e30f}, 5, {2}, 2), (V{0, 1}));
+  V out(2, 77);
+  EXPECT_EQ(props::cuda_valid_prefix_topk(F{1, 2, 3, nan}, 2, V{2, 2}, 1, out).error(),
+            (IndexerError{ie::NonFiniteScore{1, 1}}));
+  EXPECT_EQ(props::cuda_valid_prefix_topk(F{1, 2, 3, 4}, 2, V{2, 3}, 1, out).error(),
+            (IndexerError{ie::EndOutOfRange{1, 3, 2}}));
+  EXPECT_EQ(out, V(2, 77));
+  // A long row with many ties at the cutoff: the CPU's answer, lane for lane.
+  F big(262144);
+  for (std::size_t j = 0; j < big.size(); ++j) big[j] = float((j * 7919) % 1000) / 4;
+  V want(2048);
+  ASSERT_TRUE(cpu::valid_prefix_topk(big, big.size(), V{262144}, 2048, want).ok());
+  EXPECT_EQ(topk(big, big.size(), {262144}, 2048), want);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Indexer, ::testing::Values("model", "cpu"),

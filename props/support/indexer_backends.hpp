@@ -52,6 +52,13 @@ IndexerBackend model_indexer_backend();
 IndexerBackend cpu_indexer_backend();
 std::vector<IndexerBackend> all_indexer_backends();  // model, then the impls present
 
+#ifdef AETHER_HAVE_CUDA
+// The CUDA top-k behind the host-memory signature of IndexerBackend::topk.
+Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::size_t width,
+                                            std::span<const std::int32_t> ends, std::size_t k,
+                                            std::span<std::int32_t> out);
+#endif
+
 PagingBackend model_paging_backend();
 PagingBackend cpu_paging_backend();
 std::vector<PagingBackend> all_paging_backends();

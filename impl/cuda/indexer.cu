@@ -1,0 +1,151 @@
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cub/block/block_scan.cuh>
+
+#include "impl/cuda/indexer.hpp"
+
+namespace aether::cuda {
+
+namespace {
+namespace ie = indexer_error;
+
+constexpr int kThreads = 512;
+constexpr unsigned long long kNoError = ~0ull;
+// The first refusal in the model's order: any bad end (lowest row) before any
+// non-finite score (lowest row-major position).
+constexpr unsigned long long kEndBit = 0, kNaNBit = 1ull << 63;
+
+__device__ __forceinline__ std::uint32_t order_key(float f) {
+  std::uint32_t bits = __float_as_uint(f);
+  if (bits == 0x80000000u) bits = 0;  // -0 ties with +0
+  return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+}
+
+__global__ void validate(const float* scores, std::size_t width, const std::int32_t* ends,
+                         unsigned long long* error) {
+  const std::size_t r = blockIdx.x;
+  const std::int32_t end = ends[r];
+  if (end < 0 || std::size_t(end) > width) {
+    if (threadIdx.x == 0) atomicMin(error, kEndBit | r);
+    return;
+  }
+  for (std::size_t j = threadIdx.x; j < std::size_t(end); j += blockDim.x)
+    if (!isfinite(scores[r * width + j])) atomicMin(error, kNaNBit | (r * width + j));
+}
+
+__global__ void __launch_bounds__(kThreads) select(const float* scores, std::size_t width,
+                                                   const std::int32_t* ends, std::size_t k,
+                                                   const unsigned long long* error,
+                                                   std::int32_t* out) {
+  if (*error != kNoError) return;  // refused: write nothing
+  using Scan = cub::BlockScan<unsigned, kThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ unsigned hist[2048];
+  __shared__ unsigned chosen_digit, rank_left;
+  const std::size_t r = blockIdx.x;
+  const std::size_t n = std::size_t(ends[r]);
+  const float* row = scores + r * width;
+  std::int32_t* lanes = out + r * k;
+  if (n <= k) {
+    for (std::size_t i = threadIdx.x; i < k; i += kThreads) lanes[i] = i < n ? std::int32_t(i) : -1;
+    return;
+  }
+  // Radix select of the k-th largest key, most significant digits first.
+  const int shifts[3] = {21, 10, 0}, bits[3] = {11, 11, 10};
+  std::uint32_t prefix = 0, fixed = 0;
+  unsigned rank = unsigned(k);
+  for (int p = 0; p < 3; ++p) {
+    const unsigned bins = 1u << bits[p];
+    for (unsigned b = threadIdx.x; b < bins; b += kThreads) hist[b] = 0;
+    __syncthreads();
+    for (std::size_t j = threadIdx.x; j < n; j += kThreads) {
+      const std::uint32_t key = order_key(row[j]);
+      if ((key & fixed) == prefix) atomicAdd(&hist[(key >> shifts[p]) & (bins - 1)], 1u);
+    }
+    __syncthreads();
+    // Each thread sums a run of bins from the top; a scan finds the run holding the rank.
+    const unsigned per = (bins + kThreads - 1) / kThreads;
+    const unsigned top = bins - 1 - threadIdx.x * per;  // this thread's highest bin
+    unsigned run = 0;
+    for (unsigned i = 0; i < per && threadIdx.x * per + i < bins; ++i) run += hist[top - i];
+    unsigned above;  // keys in the runs of lower-numbered threads (higher bins)
+    Scan(scan_storage).ExclusiveSum(run, above);
+    if (above < rank && rank <= above + run) {
+      unsigned left = rank - above;
+      for (unsigned i = 0;; ++i) {
+        if (hist[top - i] >= left) {
+          chosen_digit = top - i;
+          rank_left = left;
+          break;
+        }
+        left -= hist[top - i];
+      }
+    }
+    __syncthreads();
+    prefix |= chosen_digit << shifts[p];
+    fixed |= (bins - 1) << shifts[p];
+    rank = rank_left;
+    __syncthreads();
+  }
+  const std::uint32_t threshold = prefix;
+  const unsigned ties_wanted = rank;  // keys equal to the threshold that are chosen
+  // Index-ordered write: thread t owns indices [t chunk, (t + 1) chunk).
+  const std::size_t chunk = (n + kThreads - 1) / kThreads;
+  const std::size_t lo = threadIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+  unsigned greater = 0, equal = 0;
+  for (std::size_t j = lo; j < hi; ++j) {
+    const std::uint32_t key = order_key(row[j]);
+    greater += key > threshold;
+    equal += key == threshold;
+  }
+  unsigned greater_before, equal_before;
+  Scan(scan_storage).ExclusiveSum(greater, greater_before);
+  __syncthreads();
+  Scan(scan_storage).ExclusiveSum(equal, equal_before);
+  unsigned pos = greater_before + (equal_before < ties_wanted ? equal_before : ties_wanted);
+  unsigned ties_seen = equal_before;
+  for (std::size_t j = lo; j < hi; ++j) {
+    const std::uint32_t key = order_key(row[j]);
+    if (key > threshold || (key == threshold && ties_seen++ < ties_wanted))
+      lanes[pos++] = std::int32_t(j);
+  }
+}
+}  // namespace
+
+Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
+                                       std::span<const std::int32_t> ends, std::size_t k,
+                                       std::span<std::int32_t> out, Stream stream) {
+  const std::size_t rows = ends.size();
+  if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
+  if (rows == 0) return out.size() == 0 ? Status<IndexerError>(Ok{}) : ie::ShapeMismatch{0, out.size()};
+  unsigned long long* error = nullptr;
+  if (cudaError_t e = cudaMallocAsync(&error, sizeof *error, stream); e != cudaSuccess)
+    return ie::DeviceFailure{int(e)};
+  unsigned long long verdict = kNoError;
+  cudaMemsetAsync(error, 0xff, sizeof *error, stream);
+  validate<<<unsigned(rows), 256, 0, stream>>>(scores.data(), width, ends.data(), error);
+  cudaMemcpyAsync(&verdict, error, sizeof verdict, cudaMemcpyDeviceToHost, stream);
+  Status<IndexerError> status = Ok{};
+  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
+    status = ie::DeviceFailure{int(e)};
+  } else if (verdict != kNoError && !(verdict & kNaNBit)) {
+    const std::size_t r = std::size_t(verdict);
+    std::int32_t end = 0;
+    cudaMemcpy(&end, ends.data() + r, sizeof end, cudaMemcpyDeviceToHost);
+    status = ie::EndOutOfRange{r, end, width};
+  } else if (verdict != kNoError) {
+    const std::size_t at = std::size_t(verdict & ~kNaNBit);
+    status = ie::NonFiniteScore{at / width, at % width};
+  } else if (out.size() != rows * k) {
+    status = ie::ShapeMismatch{rows * k, out.size()};
+  } else if (k > 0) {
+    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, error,
+                                                    out.data());
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) status = ie::DeviceFailure{int(e)};
+  }
+  cudaFreeAsync(error, stream);
+  return status;
+}
+
+}  // namespace aether::cuda
