@@ -22,6 +22,27 @@ __device__ __forceinline__ std::uint32_t order_key(float f) {
   return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
 }
 
+// Calls fn(j, key) for every j < n this thread owns (j = threadIdx.x mod kThreads),
+// loading kBatch scores before using any: one block streams a whole row, so its
+// loads must be in flight together rather than one behind each shared-memory atomic.
+constexpr int kBatch = 8;
+template <class Fn>
+__device__ __forceinline__ void for_each_key(const float* row, std::size_t n, Fn&& fn) {
+  for (std::size_t base = threadIdx.x; base < n; base += std::size_t(kThreads) * kBatch) {
+    std::uint32_t keys[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const std::size_t j = base + std::size_t(i) * kThreads;
+      keys[i] = j < n ? order_key(__ldg(row + j)) : 0;
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const std::size_t j = base + std::size_t(i) * kThreads;
+      if (j < n) fn(j, keys[i]);
+    }
+  }
+}
+
 __global__ void validate(const float* scores, std::size_t width, const std::int32_t* ends,
                          unsigned long long* error) {
   const std::size_t r = blockIdx.x;
@@ -59,10 +80,9 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
     const unsigned bins = 1u << bits[p];
     for (unsigned b = threadIdx.x; b < bins; b += kThreads) hist[b] = 0;
     __syncthreads();
-    for (std::size_t j = threadIdx.x; j < n; j += kThreads) {
-      const std::uint32_t key = order_key(row[j]);
+    for_each_key(row, n, [&](std::size_t, std::uint32_t key) {
       if ((key & fixed) == prefix) atomicAdd(&hist[(key >> shifts[p]) & (bins - 1)], 1u);
-    }
+    });
     __syncthreads();
     // Each thread sums a run of bins from the top; a scan finds the run holding the rank.
     const unsigned per = (bins + kThreads - 1) / kThreads;
@@ -90,25 +110,44 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
   }
   const std::uint32_t threshold = prefix;
   const unsigned ties_wanted = rank;  // keys equal to the threshold that are chosen
-  // Index-ordered write: thread t owns indices [t chunk, (t + 1) chunk).
-  const std::size_t chunk = (n + kThreads - 1) / kThreads;
-  const std::size_t lo = threadIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+  // Index-ordered write. Warp w owns the contiguous indices [w seg, (w + 1) seg) and
+  // reads them 32 at a time (coalesced); ballots order the choices inside a warp,
+  // a scan over warps orders the warps.
+  constexpr int kWarps = kThreads / 32;
+  __shared__ unsigned warp_greater[kWarps], warp_equal[kWarps];
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const unsigned below = (1u << lane) - 1;
+  const std::size_t seg = (n + kWarps - 1) / kWarps;
+  const std::size_t lo = warp * seg, hi = lo + seg < n ? lo + seg : n;
   unsigned greater = 0, equal = 0;
-  for (std::size_t j = lo; j < hi; ++j) {
-    const std::uint32_t key = order_key(row[j]);
-    greater += key > threshold;
-    equal += key == threshold;
+  for (std::size_t base = lo; base < hi; base += 32) {
+    const std::size_t j = base + lane;
+    const std::uint32_t key = j < hi ? order_key(__ldg(row + j)) : 0;
+    greater += __popc(__ballot_sync(0xffffffffu, j < hi && key > threshold));
+    equal += __popc(__ballot_sync(0xffffffffu, j < hi && key == threshold));
   }
-  unsigned greater_before, equal_before;
-  Scan(scan_storage).ExclusiveSum(greater, greater_before);
+  if (lane == 0) {
+    warp_greater[warp] = greater;
+    warp_equal[warp] = equal;
+  }
   __syncthreads();
-  Scan(scan_storage).ExclusiveSum(equal, equal_before);
-  unsigned pos = greater_before + (equal_before < ties_wanted ? equal_before : ties_wanted);
-  unsigned ties_seen = equal_before;
-  for (std::size_t j = lo; j < hi; ++j) {
-    const std::uint32_t key = order_key(row[j]);
-    if (key > threshold || (key == threshold && ties_seen++ < ties_wanted))
-      lanes[pos++] = std::int32_t(j);
+  unsigned pos = 0, ties_seen = 0;  // choices and equal keys before this warp
+  for (unsigned w = 0; w < warp; ++w) {
+    pos += warp_greater[w];
+    ties_seen += warp_equal[w];
+  }
+  pos += ties_seen < ties_wanted ? ties_seen : ties_wanted;
+  for (std::size_t base = lo; base < hi; base += 32) {
+    const std::size_t j = base + lane;
+    const std::uint32_t key = j < hi ? order_key(__ldg(row + j)) : 0;
+    const bool is_equal = j < hi && key == threshold;
+    const unsigned equal_mask = __ballot_sync(0xffffffffu, is_equal);
+    const bool take = (j < hi && key > threshold) ||
+                      (is_equal && ties_seen + __popc(equal_mask & below) < ties_wanted);
+    const unsigned take_mask = __ballot_sync(0xffffffffu, take);
+    if (take) lanes[pos + __popc(take_mask & below)] = std::int32_t(j);
+    pos += __popc(take_mask);
+    ties_seen += __popc(equal_mask);
   }
 }
 }  // namespace
