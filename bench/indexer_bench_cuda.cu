@@ -1,5 +1,5 @@
 // GPU timing of the exact top-k (256 rows x 262144 scores, K 2048, and one row of
-// 131072) against reading the scores once (a read-only kernel) in the same run.
+// 131072) against reading the scores once (bench/cuda_timing.cuh's read-only kernel) in the same run.
 // The scores are written to AETHER_TOPK_DUMP (if set) so that
 // bench/indexer_topk_torch.py times torch.topk on the same data in the same job.
 // Before timing, the GPU choice is checked against the CPU backend.
@@ -12,48 +12,11 @@
 #include <random>
 #include <vector>
 
+#include "bench/cuda_timing.cuh"
 #include "impl/cpu/indexer.hpp"
 #include "impl/cuda/indexer.hpp"
 
-namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-__global__ void read_only(const float4* p, std::size_t n4, int* sink) {
-  float acc = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4;
-       i += std::size_t(gridDim.x) * blockDim.x) {
-    const float4 v = __ldcs(p + i);
-    acc += v.x + v.y + v.z + v.w;
-  }
-  if (acc == 12345.678f) *sink = 1;
-}
-
-float median_ms(const std::function<void()>& fn) {
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "event");
-  check(cudaEventCreate(&b), "event");
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<float> t;
-  for (int i = 0; i < 15; ++i) {
-    check(cudaEventRecord(a), "record");
-    fn();
-    check(cudaEventRecord(b), "record");
-    check(cudaEventSynchronize(b), "sync");
-    float ms;
-    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    t.push_back(ms);
-  }
-  std::nth_element(t.begin(), t.begin() + 7, t.end());
-  return t[7];
-}
-
-}  // namespace
+using namespace aether::bench;
 
 int main() {
   int devices = 0;
@@ -94,10 +57,11 @@ int main() {
       std::printf("MISMATCH rows=%zu width=%zu\n", s.rows, s.width);
       ok = false;
     }
-    const float t_topk = median_ms([&] { (void)aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out); });
-    const float t_read = median_ms([&] {
-      read_only<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const float4*>(d_scores), n / 4, d_sink);
-    });
+    // one call per event pair: the call synchronises on its verdict anyway
+    const float t_topk = median_us(nullptr, [&] { (void)aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out); }, 1) / 1000;
+    const float t_read = median_us(nullptr, [&] {
+      read_only<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const int4*>(d_scores), n / 4, d_sink);
+    }) / 1000;
     std::printf("topk rows %zu x %zu, K %zu: %.3f ms; read once %.3f ms (%.2f TB/s); topk / read %.2f\n",
                 s.rows, s.width, k, t_topk, t_read, double(n) * 4 / t_read / 1e9, t_topk / t_read);
     if (const char* dump = std::getenv("AETHER_TOPK_DUMP"); dump && s.rows == 256) {

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "bench/cuda_timing.cuh"
 #include "bench/witness_rows.hpp"
 #include "impl/cpu/witness.hpp"
 #include "impl/cuda/witness.hpp"
@@ -22,64 +23,7 @@ namespace {
 using I = std::int32_t;
 using aether::bench::kContext, aether::bench::kSegments, aether::bench::kTopk,
     aether::bench::learned_rows;
-constexpr int kReps = 21, kBatch = 10, kGraphBatch = 20;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-// Median over kReps of the per-launch time of kBatch back-to-back launches of
-// fn between two events, in microseconds: stream throughput with the host's
-// launch latency overlapped (graph_us below removes the launch gaps too).
-float median_us(cudaStream_t stream, const std::function<void()>& fn, int batch = kBatch) {
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "event");
-  check(cudaEventCreate(&b), "event");
-  for (int i = 0; i < 5; ++i) fn();
-  std::vector<float> t;
-  for (int i = 0; i < kReps; ++i) {
-    check(cudaEventRecord(a, stream), "record");
-    for (int j = 0; j < batch; ++j) fn();
-    check(cudaEventRecord(b, stream), "record");
-    check(cudaEventSynchronize(b), "sync");
-    float ms;
-    check(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    t.push_back(ms * 1000 / float(batch));
-  }
-  check(cudaGetLastError(), "launch");
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::nth_element(t.begin(), t.begin() + kReps / 2, t.end());
-  return t[kReps / 2];
-}
-
-// Median per-launch time of a graph of kGraphBatch launches of fn on `stream`.
-float graph_us(cudaStream_t stream, const std::function<void()>& fn) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
-  for (int i = 0; i < kGraphBatch; ++i) fn();
-  check(cudaStreamEndCapture(stream, &graph), "end capture");
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const float us = median_us(stream, [&] { check(cudaGraphLaunch(exec, stream), "graph launch"); }, 1);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return us / kGraphBatch;
-}
-
-// Reading the buffer once, nothing else: the floor under the in-place scatter.
-__global__ void read_only(const int4* p, std::size_t n4, int* sink) {
-  int acc = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n4;
-       i += std::size_t(gridDim.x) * blockDim.x) {
-    const int4 v = __ldcs(p + i);
-    acc |= v.x | v.y | v.z | v.w;
-  }
-  if (acc == 0x7fffffff) *sink = acc;  // keeps the loads; never true for these rows
-}
+using namespace aether::bench;
 
 // One block doing nothing: the floor of a kernel launch (graph or plain).
 __global__ void empty_kernel() {}
