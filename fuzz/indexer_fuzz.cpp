@@ -1,7 +1,6 @@
-// Differential fuzz target for the indexer's selection path and paged slots:
-// bytes -> (scores with garbage past the valid ends, ends, K, candidate blocks,
-// block table, valid counts, B, r). Every backend must equal the model on
-// top-k, candidate top-k and slot conversion, refusals and untouched buffers
+// Differential fuzz target for the indexer's selection path: bytes -> (scores
+// with garbage past the valid ends, ends, K, candidate blocks). Every backend must
+// equal the model on top-k and candidate top-k, refusals and untouched buffers
 // included; any difference aborts with the comparison report.
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -12,7 +11,6 @@
 #include <vector>
 
 #include "model/indexer.hpp"
-#include "model/paging.hpp"
 #include "props/support/compare.hpp"
 #include "props/support/indexer_backends.hpp"
 
@@ -55,16 +53,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     retained.push_back(p.ConsumeIntegralInRange<I>(-1, 20));
   const std::size_t end0 = rows ? std::size_t(std::max(ends[0], 0)) : 0;
 
-  const std::int64_t ratio = p.ConsumeIntegralInRange<std::int64_t>(0, 4);
-  const std::int64_t block_tokens = p.ConsumeIntegralInRange<std::int64_t>(0, 16);
-  const std::size_t per = p.ConsumeIntegralInRange<std::size_t>(0, 4);
-  V counts, table, lanes;
-  for (std::size_t r = 0; r < rows; ++r) {
-    counts.push_back(p.ConsumeIntegralInRange<I>(-1, I(k) + 1));
-    for (std::size_t b = 0; b < per; ++b) table.push_back(p.ConsumeIntegralInRange<I>(-1, 1 << 20));
-    for (std::size_t i = 0; i < k; ++i) lanes.push_back(p.ConsumeIntegralInRange<I>(-2, 40));
-  }
-
   for (const auto& b : props::all_indexer_backends()) {
     if (b.name == "model") continue;
     const V before(rows * k, 0x5a5a5a5a);
@@ -83,15 +71,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           !d.empty())
         fail(d);
     }
-  }
-  for (const auto& b : props::all_paging_backends()) {
-    if (b.name == "model") continue;
-    const V before(lanes.size(), 0x5a5a5a5a);
-    V out = before;
-    const auto got = b.slots(lanes, k, counts, table, per, block_tokens, ratio, out);
-    const auto want = model::paged_slots(lanes, k, counts, table, per, block_tokens, ratio);
-    if (auto d = props::differential_report<I>(want, got, before, out, b.name + " slots"); !d.empty())
-      fail(d);
   }
   return 0;
 }

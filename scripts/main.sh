@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzz_seconds=${AETHER_FUZZ_SECONDS:-30}
 components=(witness attention indexer paging)
-fuzz_targets=(witness indexer)
+fuzz_targets=(witness indexer paging)
 report=build/report.md
 mkdir -p build
 failures=0
