@@ -69,6 +69,14 @@ struct NonFiniteInput {
   friend bool operator==(const NonFiniteInput&, const NonFiniteInput&) = default;
 };
 
+// CUDA scorer only: fp32 keys (its tensor cores take bf16; converting would change
+// the inputs), or more heads or a wider dimension than one block holds.
+struct UnsupportedOnDevice {
+  KeyFormat format;
+  std::size_t heads, dim;
+  friend bool operator==(const UnsupportedOnDevice&, const UnsupportedOnDevice&) = default;
+};
+
 // CUDA only: the runtime reported an error (cudaError_t value).
 struct DeviceFailure {
   int code;
@@ -76,7 +84,8 @@ struct DeviceFailure {
 };
 
 using IndexerError = std::variant<ShapeMismatch, EndOutOfRange, NonFiniteScore,
-                                  BadCandidateBlock, BudgetTooSmall, NonFiniteInput, DeviceFailure>;
+                                  BadCandidateBlock, BudgetTooSmall, NonFiniteInput, UnsupportedOnDevice,
+                                  DeviceFailure>;
 
 inline std::ostream& operator<<(std::ostream& os, const IndexerError& e) {
   if (auto* p = std::get_if<ShapeMismatch>(&e))
@@ -94,6 +103,9 @@ inline std::ostream& operator<<(std::ostream& os, const IndexerError& e) {
               << ", row_bytes=" << p->row_bytes << "}";
   if (auto* p = std::get_if<NonFiniteInput>(&e))
     return os << "NonFiniteInput{input=" << p->input << ", index=" << p->index << "}";
+  if (auto* p = std::get_if<UnsupportedOnDevice>(&e))
+    return os << "UnsupportedOnDevice{format=" << int(p->format) << ", heads=" << p->heads
+              << ", dim=" << p->dim << "}";
   return os << "DeviceFailure{code=" << std::get<DeviceFailure>(e).code << "}";
 }
 }  // namespace indexer_error

@@ -34,7 +34,13 @@ struct BadBlock {
   friend bool operator==(const BadBlock&, const BadBlock&) = default;
 };
 
-using PagingError = std::variant<BadGeometry, ShapeMismatch, RowOutsideTable, BadBlock>;
+// CUDA only: the runtime reported an error (cudaError_t value).
+struct DeviceFailure {
+  int code;
+  friend bool operator==(const DeviceFailure&, const DeviceFailure&) = default;
+};
+
+using PagingError = std::variant<BadGeometry, ShapeMismatch, RowOutsideTable, BadBlock, DeviceFailure>;
 
 inline std::ostream& operator<<(std::ostream& os, const PagingError& e) {
   if (auto* p = std::get_if<BadGeometry>(&e))
@@ -43,8 +49,9 @@ inline std::ostream& operator<<(std::ostream& os, const PagingError& e) {
     return os << "ShapeMismatch{expected=" << p->expected << ", actual=" << p->actual << "}";
   if (auto* p = std::get_if<RowOutsideTable>(&e))
     return os << "RowOutsideTable{lane=" << p->lane << ", row=" << p->row << "}";
-  const auto& b = std::get<BadBlock>(e);
-  return os << "BadBlock{lane=" << b.lane << ", block=" << b.block << "}";
+  if (auto* p = std::get_if<BadBlock>(&e))
+    return os << "BadBlock{lane=" << p->lane << ", block=" << p->block << "}";
+  return os << "DeviceFailure{code=" << std::get<DeviceFailure>(e).code << "}";
 }
 }  // namespace paging_error
 

@@ -124,25 +124,60 @@ Result<std::vector<Rational>, IndexerError> index_scores(std::span<const float> 
   return scores;
 }
 
+// [I_t,j] = index_scores(q_t, w_t, keys) for t < T
+Result<std::vector<Rational>, IndexerError> index_scores_batch(std::span<const float> queries,
+                                                               std::span<const float> weights,
+                                                               std::size_t query_count,
+                                                               const IndexKeys& keys) {
+  const std::size_t heads = query_count ? weights.size() / query_count : 0;
+  if (heads * query_count != weights.size()) return ie::ShapeMismatch{heads * query_count, weights.size()};
+  if (auto e = check_scorer_inputs(queries, weights, keys.dim)) return *e;
+  const auto values = decode_keys(keys);
+  if (!values) return values.error();
+  std::vector<Rational> scores;
+  for (std::size_t t = 0; t < query_count; ++t) {
+    const auto row = index_scores(queries.subspan(t * heads * keys.dim, heads * keys.dim),
+                                  weights.subspan(t * heads, heads), keys);
+    scores.insert(scores.end(), row.value().begin(), row.value().end());
+  }
+  return scores;
+}
+
 // γ_n = n u / (1 - n u)
 Rational gamma(std::size_t n) {
   const Rational nu(Integer(n), Integer(1) << 24);
   return nu / (1 - nu);
 }
 
-// err_j = γ_{D+H+2} Σ_h |w_h| Σ_d |q_hd k_jd|
-Result<std::vector<Rational>, IndexerError> index_score_error_bounds(
-    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys) {
+namespace {
+// γ_n Σ_h |w_h| Σ_d |q_hd k_jd| for every key j
+Result<std::vector<Rational>, IndexerError> magnitude_bounds(std::span<const float> queries,
+                                                             std::span<const float> weights,
+                                                             const IndexKeys& keys,
+                                                             std::size_t n) {
   if (auto e = check_scorer_inputs(queries, weights, keys.dim)) return *e;
   const auto values = decode_keys(keys);
   if (!values) return values.error();
-  const Rational g = gamma(keys.dim + weights.size() + 2);
+  const Rational g = gamma(n);
   std::vector<Rational> bounds;
   for (std::size_t j = 0; j < key_rows(keys); ++j)
     bounds.push_back(g * score_and_magnitude(queries, weights,
                                              std::span(values.value()).subspan(j * keys.dim, keys.dim))
                              .second);
   return bounds;
+}
+}  // namespace
+
+// err_j = γ_{D+H+2} Σ_h |w_h| Σ_d |q_hd k_jd|
+Result<std::vector<Rational>, IndexerError> index_score_error_bounds(
+    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys) {
+  return magnitude_bounds(queries, weights, keys, keys.dim + weights.size() + 2);
+}
+
+// err_j = γ_{48 ceil(D/16) + H + 2} Σ_h |w_h| Σ_d |q_hd k_jd|
+Result<std::vector<Rational>, IndexerError> tensor_core_score_error_bounds(
+    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys) {
+  return magnitude_bounds(queries, weights, keys, 48 * ((keys.dim + 15) / 16) + weights.size() + 2);
 }
 
 // floor((p + 1) / r)

@@ -32,6 +32,14 @@ Result<std::vector<Rational>, IndexerError> index_scores(std::span<const float> 
                                                          std::span<const float> weights,
                                                          const IndexKeys& keys);
 
+// T queries at once: queries [T, H, D], weights [T, H] (H = weights.size() / T),
+// out [T, L], row t the scores of query t. Refusal order: shapes, then the first
+// non-finite query value and weight by flat index, then the keys.
+Result<std::vector<Rational>, IndexerError> index_scores_batch(std::span<const float> queries,
+                                                               std::span<const float> weights,
+                                                               std::size_t query_count,
+                                                               const IndexKeys& keys);
+
 // γ_n = n u / (1 - n u), u = 2^-24: the relative error bound of n roundings in fp32.
 Rational gamma(std::size_t n);
 
@@ -40,6 +48,15 @@ Rational gamma(std::size_t n);
 // weighted heads in fp32, with one more rounding for an E4M3 row scale:
 //   err_j = γ_{D + H + 2} Σ_h |w_h| Σ_d |q_hd k_jd|.
 Result<std::vector<Rational>, IndexerError> index_score_error_bounds(
+    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys);
+
+// The same for a backend whose dot products run on bf16 tensor cores (products
+// exact, each 16-deep step a fused addition of 17 terms aligned to the largest and
+// truncated to 24 bits, then normalized by truncation: < 36 u of the step's
+// magnitudes, Fasi et al. 2021), then the weighted heads in fp32 as above:
+//   err_j = γ_{48 ceil(D/16) + H + 2} Σ_h |w_h| Σ_d |q_hd k_jd|
+// (48 per step absorbs the growth of the accumulator's magnitude across steps).
+Result<std::vector<Rational>, IndexerError> tensor_core_score_error_bounds(
     std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys);
 
 // A query at original position p with compression ratio r sees floor((p + 1) / r)

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <cstring>
 #include <set>
+#include <sstream>
 
 #include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/indexer.hpp"
@@ -220,6 +222,160 @@ AETHER_PROP(IndexerCpu, a_selection_from_float_scores_is_certified, "L2", ()) {
       if (!in.contains(I(j)))
         RC_ASSERT(exact[std::size_t(i)] >= exact[j] - (bound[std::size_t(i)] + bound[j]));
 }
+
+#ifdef AETHER_HAVE_CUDA
+// The device takes bf16 queries and bf16/E4M3 keys: a generated call's queries are
+// rounded to bf16 (the model then scores the rounded values) and its fp32 keys
+// stored as their bf16 high halves. Queries t > 0 are query 0's heads rotated by t
+// (negated for odd t) so every query of the batch scores differently.
+struct DeviceScoreCall {
+  std::size_t count = 0;
+  std::vector<std::uint16_t> queries;  // [T, H, D] bf16 bits
+  std::vector<float> query_values, weights;
+  props::ScoreCall keys;
+  std::vector<float> query(std::size_t t) const {
+    const std::size_t n = query_values.size() / count;
+    return {query_values.begin() + t * n, query_values.begin() + (t + 1) * n};
+  }
+  std::vector<float> weight(std::size_t t) const {
+    const std::size_t n = weights.size() / count;
+    return {weights.begin() + t * n, weights.begin() + (t + 1) * n};
+  }
+};
+
+std::uint16_t bf16_nearest(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+DeviceScoreCall device_call(const props::ScoreCall& c, std::size_t count) {
+  DeviceScoreCall d{count, {}, {}, {}, c};
+  const std::size_t heads = c.weights.size(), dim = c.dim;
+  for (std::size_t t = 0; t < count; ++t)
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t from = (h + t) % heads;
+      d.weights.push_back(c.weights[from]);
+      for (std::size_t k = 0; k < dim; ++k) {
+        const std::uint16_t b = bf16_nearest((t % 2 ? -1.0f : 1.0f) * c.queries[from * dim + k]);
+        d.queries.push_back(b);
+        d.query_values.push_back(std::bit_cast<float>(std::uint32_t(b) << 16));
+      }
+    }
+  if (c.format == KeyFormat::F32) {
+    d.keys.format = KeyFormat::BF16;
+    d.keys.key_bytes.clear();
+    for (std::size_t i = 0; i + 4 <= c.key_bytes.size(); i += 4)
+      d.keys.key_bytes.insert(d.keys.key_bytes.end(), c.key_bytes.begin() + i + 2, c.key_bytes.begin() + i + 4);
+  }
+  return d;
+}
+
+std::vector<float> cuda_scores(const DeviceScoreCall& d) {
+  std::vector<float> out(d.count * d.keys.rows(), NAN);
+  const auto st = props::cuda_index_scores(d.queries, d.weights, d.count, d.keys.keys(), out);
+  if (!st) RC_FAIL("cuda refused a well-formed scorer call: " + (std::ostringstream() << st.error()).str());
+  return out;
+}
+
+rc::Gen<DeviceScoreCall> gen_device_call(rc::Gen<props::ScoreCall> calls) {
+  return gen::apply(device_call, std::move(calls), gen::inRange<std::size_t>(1, 4));
+}
+
+AETHER_GPU_PROP(IndexerCuda, scores_are_exact_on_the_grid, "L1", ()) {
+  const DeviceScoreCall d = *gen_device_call(props::gen_grid_score_call());
+  const auto exact = model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys());
+  RC_ASSERT(exact.ok());
+  const auto got = cuda_scores(d);
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (model::exact(got[i]) != exact.value()[i])
+      RC_FAIL("score " + std::to_string(i) + ": cuda " + std::to_string(got[i]) + ", exact " +
+              exact.value()[i].str());
+}
+
+AETHER_GPU_PROP(IndexerCuda, scores_lie_within_the_tensor_core_bound, "L2", ()) {
+  const DeviceScoreCall d = *gen_device_call(props::gen_float_score_call());
+  const auto exact = model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys());
+  RC_ASSERT(exact.ok());
+  const auto got = cuda_scores(d);
+  const std::size_t rows = d.keys.rows();
+  for (std::size_t t = 0; t < d.count; ++t) {
+    const auto bound = model::tensor_core_score_error_bounds(d.query(t), d.weight(t), d.keys.keys()).value();
+    for (std::size_t j = 0; j < rows; ++j) {
+      const std::size_t i = t * rows + j;
+      RC_ASSERT(std::isfinite(got[i]));
+      const model::Rational error = abs(model::exact(got[i]) - exact.value()[i]);
+      if (error > bound[j])
+        RC_FAIL("query " + std::to_string(t) + " key " + std::to_string(j) + ": |cuda - exact| = " +
+                error.str() + " > bound " + bound[j].str());
+    }
+  }
+}
+
+AETHER_GPU_PROP(IndexerCuda, scores_are_identical_on_every_run, "L3", ()) {
+  const DeviceScoreCall d = *gen_device_call(gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call()));
+  const auto first = cuda_scores(d), second = cuda_scores(d);
+  for (std::size_t i = 0; i < first.size(); ++i)
+    RC_ASSERT(std::bit_cast<std::uint32_t>(first[i]) == std::bit_cast<std::uint32_t>(second[i]));
+}
+
+// L0 on refusals: one input spoiled (a NaN/inf query, weight, key element or E4M3
+// scale, a negative scale, a torn key row, a short output), the model's error, and
+// the output untouched.
+AETHER_GPU_PROP(IndexerCuda, scorer_refusals_agree_with_the_model, "L0", ()) {
+  DeviceScoreCall d = *gen_device_call(props::gen_grid_score_call());
+  const std::size_t rows = d.keys.rows(), dim = d.keys.dim;
+  const std::size_t row_bytes = key_row_bytes(d.keys.format, dim);
+  std::size_t out_size = d.count * rows;
+  switch (*gen::inRange(0, 6)) {
+    case 0:
+      if (!d.queries.empty()) {
+        const std::size_t i = *gen::inRange<std::size_t>(0, d.queries.size());
+        d.queries[i] = *gen::element<std::uint16_t>(0x7fc0, 0x7f80, 0xff80);
+        d.query_values[i] = std::bit_cast<float>(std::uint32_t(d.queries[i]) << 16);
+      }
+      break;
+    case 1:
+      if (!d.weights.empty())
+        d.weights[*gen::inRange<std::size_t>(0, d.weights.size())] = *gen::element(NAN, INFINITY, -INFINITY);
+      break;
+    case 2:
+      if (rows > 0 && dim > 0) {
+        const std::size_t j = *gen::inRange<std::size_t>(0, rows), k = *gen::inRange<std::size_t>(0, dim);
+        std::byte* row = d.keys.key_bytes.data() + j * row_bytes;
+        if (d.keys.format == KeyFormat::E4M3) row[k] = std::byte(*gen::element<int>(0x7f, 0xff));
+        else row[2 * k + 1] = std::byte(0x7f), row[2 * k] = std::byte(0x80 | *gen::inRange(0, 128));
+      }
+      break;
+    case 3:
+      if (rows > 0 && d.keys.format == KeyFormat::E4M3) {
+        const float scale = *gen::element(-1.0f, NAN, INFINITY);
+        std::memcpy(d.keys.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim, &scale, 4);
+      }
+      break;
+    case 4:
+      if (!d.keys.key_bytes.empty()) d.keys.key_bytes.pop_back();
+      break;
+    default:
+      out_size = out_size > 0 && *gen::arbitrary<bool>() ? out_size - 1 : out_size + 1;
+  }
+  const std::vector<float> before(out_size, 1234.5f);
+  std::vector<float> out = before;
+  const auto got = props::cuda_index_scores(d.queries, d.weights, d.count, d.keys.keys(), out);
+  const auto want = model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys());
+  if (!want) {
+    RC_ASSERT(!got.ok());
+    RC_ASSERT(got.error() == want.error());
+    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
+  } else if (want.value().size() != out.size()) {
+    RC_ASSERT(!got.ok());
+    const IndexerError short_out = indexer_error::ShapeMismatch{want.value().size(), out.size()};
+    RC_ASSERT(got.error() == short_out);
+    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
+  } else {
+    RC_ASSERT(got.ok());
+  }
+}
+#endif
 
 AETHER_PROP(IndexerCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
   const props::ScoreCall c = *gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call());

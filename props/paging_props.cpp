@@ -31,24 +31,35 @@ AETHER_PROP(PagingModel, a_slot_is_its_block_times_bc_plus_its_offset, "model", 
     }
 }
 
-AETHER_PROP(PagingCpu, agrees_with_the_model_on_every_call, "L0", ()) {
+// L0: backend == model on every call, refusals and untouched buffers included;
+// in place equals out of place.
+void agrees_with_the_model(const props::PagingBackend& backend) {
   const props::PagingCall c = *props::gen_paging_call();
   const V before(c.rows.size(), 0x5a5a5a5a);
   V out = before;
-  const auto got = props::cpu_paging_backend().slots(c.rows, c.k, c.valid_counts, c.block_tables,
-                                                     c.blocks_per_request, c.block_tokens,
-                                                     c.ratio, out);
+  const auto got = backend.slots(c.rows, c.k, c.valid_counts, c.block_tables,
+                                 c.blocks_per_request, c.block_tokens, c.ratio, out);
   const auto want = model::paged_slots(c.rows, c.k, c.valid_counts, c.block_tables,
                                        c.blocks_per_request, c.block_tokens, c.ratio);
-  if (auto d = props::differential_report<I>(want, got, before, out, "cpu slots"); !d.empty())
+  if (auto d = props::differential_report<I>(want, got, before, out, backend.name + " slots");
+      !d.empty())
     RC_FAIL(d);
   V in_place = c.rows;
-  const auto again = props::cpu_paging_backend().slots(in_place, c.k, c.valid_counts,
-                                                       c.block_tables, c.blocks_per_request,
-                                                       c.block_tokens, c.ratio, in_place);
+  const auto again = backend.slots(in_place, c.k, c.valid_counts, c.block_tables,
+                                   c.blocks_per_request, c.block_tokens, c.ratio, in_place);
   RC_ASSERT(again.ok() == got.ok());
   RC_ASSERT(in_place == (got.ok() ? out : c.rows));
 }
+
+AETHER_PROP(PagingCpu, agrees_with_the_model_on_every_call, "L0", ()) {
+  agrees_with_the_model(props::cpu_paging_backend());
+}
+
+#ifdef AETHER_HAVE_CUDA
+AETHER_GPU_PROP(PagingCuda, agrees_with_the_model_on_every_call, "L0", ()) {
+  agrees_with_the_model(props::cuda_paging_backend());
+}
+#endif
 
 }  // namespace
 }  // namespace aether

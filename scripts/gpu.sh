@@ -29,6 +29,10 @@ step witness_test "$build/tests/witness_test"
 step witness_props "$build/props/witness_props"
 step indexer_test "$build/tests/indexer_test"
 step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
+step paging_test "$build/tests/paging_test"
+step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
+sanitize memcheck memcheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda'
+RC_PARAMS=max_success=300 sanitize memcheck memcheck_indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
 sanitize memcheck memcheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
 sanitize racecheck racecheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*' 
 sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
@@ -40,5 +44,11 @@ AETHER_TOPK_DUMP=/tmp/aether_topk_scores.bin step indexer_bench_cuda "$build/ben
 cat "$out/indexer_bench_cuda.log"
 step indexer_topk_torch python3 bench/indexer_topk_torch.py /tmp/aether_topk_scores.bin
 cat "$out/indexer_topk_torch.log"
+step indexer_scores_bench_cuda "$build/bench/indexer_scores_bench_cuda"
+cat "$out/indexer_scores_bench_cuda.log"
+step indexer_scores_torch python3 bench/indexer_scores_torch.py
+cat "$out/indexer_scores_torch.log"
+step paging_bench_cuda "$build/bench/paging_bench_cuda"
+cat "$out/paging_bench_cuda.log"
 echo "gpu.sh: $([ $status -eq 0 ] && echo all passed || echo FAILURES, see logs in $out)"
 exit $status

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "impl/cpu/indexer.hpp"
@@ -41,9 +42,14 @@ TEST(IndexerModel, lab27_scores_are_the_weighted_relu_sum) {
 // The lab's keys stored as F32, BF16 and E4M3 (doubled values with scale 1/2; the
 // last key as (8, 8) with scale 12.5, since 100 has no E4M3 code): the CPU scorer
 // gives the printed scores exactly.
-TEST(IndexerCpu, lab27_scores_in_every_key_format) {
-  std::vector<std::byte> f32(std::as_bytes(std::span(kKeys)).begin(), std::as_bytes(std::span(kKeys)).end());
-  std::vector<std::byte> bf16, e4m3;
+struct LabKeys {
+  std::vector<std::byte> f32, bf16, e4m3;
+};
+LabKeys lab_keys() {
+  LabKeys k;
+  k.f32.assign(std::as_bytes(std::span(kKeys)).begin(), std::as_bytes(std::span(kKeys)).end());
+  auto& bf16 = k.bf16;
+  auto& e4m3 = k.e4m3;
   const std::uint8_t e4m3_codes[5][2] = {{0x48, 0x00}, {0x00, 0x4c}, {0x40, 0x40}, {0xc0, 0xc0}, {0x50, 0x50}};
   const float scales[5] = {0.5f, 0.5f, 0.5f, 0.5f, 12.5f};
   for (std::size_t j = 0; j < 5; ++j) {
@@ -56,8 +62,13 @@ TEST(IndexerCpu, lab27_scores_in_every_key_format) {
     const auto* p = reinterpret_cast<const std::byte*>(&scales[j]);
     e4m3.insert(e4m3.end(), p, p + 4);
   }
-  for (const IndexKeys& keys : {IndexKeys{KeyFormat::F32, f32, 2}, IndexKeys{KeyFormat::BF16, bf16, 2},
-                                IndexKeys{KeyFormat::E4M3, e4m3, 2}}) {
+  return k;
+}
+
+TEST(IndexerCpu, lab27_scores_in_every_key_format) {
+  const LabKeys lab = lab_keys();
+  for (const IndexKeys& keys : {IndexKeys{KeyFormat::F32, lab.f32, 2}, IndexKeys{KeyFormat::BF16, lab.bf16, 2},
+                                IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
     F out(5, -7);
     ASSERT_TRUE(cpu::index_scores(kQueries, kWeights, keys, out).ok());
     EXPECT_EQ(out, kScores) << "format " << int(keys.format);
@@ -203,6 +214,54 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
   V want(2048);
   ASSERT_TRUE(cpu::valid_prefix_topk(big, big.size(), V{262144}, 2048, want).ok());
   EXPECT_EQ(topk(big, big.size(), {262144}, 2048), want);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// The CUDA scorer: the lab's printed scores from bf16 and E4M3 keys; a grid batch
+// spanning several key tiles and query groups equal to the model bit for bit;
+// what the device refuses.
+TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const std::vector<std::uint16_t> lab_queries{0x3f80, 0, 0, 0x3f80};  // bf16 1, 0, 0, 1
+  const LabKeys lab = lab_keys();
+  for (const IndexKeys& keys : {IndexKeys{KeyFormat::BF16, lab.bf16, 2}, IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
+    F out(5, -7);
+    const auto st = props::cuda_index_scores(lab_queries, kWeights, 1, keys, out);
+    ASSERT_TRUE(st.ok()) << st.error();
+    EXPECT_EQ(out, kScores) << "format " << int(keys.format);
+  }
+
+  const std::size_t T = 20, H = 5, D = 20, L = 300;  // 3 key tiles, 2 query groups
+  std::vector<std::uint16_t> queries(T * H * D);
+  F query_values(T * H * D), weights(T * H);
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    query_values[i] = float(int(i * 37 % 17) - 8);
+    queries[i] = std::uint16_t(std::bit_cast<std::uint32_t>(query_values[i]) >> 16);
+  }
+  for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
+  std::vector<std::byte> keys(L * D * 2);
+  for (std::size_t i = 0; i < L * D; ++i) {
+    const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(float(int(i * 13 % 31) - 15)) >> 16);
+    std::memcpy(keys.data() + 2 * i, &h, 2);
+  }
+  const IndexKeys batch_keys{KeyFormat::BF16, keys, D};
+  F out(T * L, NAN);
+  ASSERT_TRUE(props::cuda_index_scores(queries, weights, T, batch_keys, out).ok());
+  const auto want = model::index_scores_batch(query_values, weights, T, batch_keys).value();
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(model::exact(out[i]), want[i]) << "score " << i;
+
+  F untouched(5, -7);
+  EXPECT_EQ(props::cuda_index_scores(lab_queries, kWeights, 1, IndexKeys{KeyFormat::F32, lab.f32, 2}, untouched).error(),
+            (IndexerError{ie::UnsupportedOnDevice{KeyFormat::F32, 2, 2}}));
+  const std::vector<std::uint16_t> wide(257);
+  EXPECT_EQ(props::cuda_index_scores(wide, F{1}, 1, IndexKeys{KeyFormat::BF16, {}, 257}, untouched).error(),
+            (IndexerError{ie::UnsupportedOnDevice{KeyFormat::BF16, 1, 257}}));
+  EXPECT_EQ(props::cuda_index_scores(lab_queries, F{1, NAN}, 1, IndexKeys{KeyFormat::BF16, lab.bf16, 2}, untouched).error(),
+            (IndexerError{ie::NonFiniteInput{1, 1}}));
+  EXPECT_EQ(untouched, F(5, -7));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

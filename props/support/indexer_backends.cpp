@@ -5,6 +5,7 @@
 #include "model/indexer.hpp"
 #include "model/paging.hpp"
 #include "props/support/model_adapter.hpp"
+#include "props/support/property.hpp"
 
 namespace aether::props {
 
@@ -65,7 +66,11 @@ PagingBackend cpu_paging_backend() {
 }
 
 std::vector<PagingBackend> all_paging_backends() {
-  return {model_paging_backend(), cpu_paging_backend()};
+  std::vector<PagingBackend> backends{model_paging_backend(), cpu_paging_backend()};
+#ifdef AETHER_HAVE_CUDA
+  if (gpu_present()) backends.push_back(cuda_paging_backend());
+#endif
+  return backends;
 }
 
 }  // namespace aether::props

@@ -57,6 +57,13 @@ std::vector<IndexerBackend> all_indexer_backends();  // model, then the impls pr
 Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                             std::span<const std::int32_t> ends, std::size_t k,
                                             std::span<std::int32_t> out);
+
+// The CUDA scorer behind host buffers: queries [T, H, D] as bf16 bits.
+Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,
+                                       std::span<const float> weights, std::size_t query_count,
+                                       const IndexKeys& keys, std::span<float> out);
+
+PagingBackend cuda_paging_backend();  // host buffers staged; in place stays in place
 #endif
 
 PagingBackend model_paging_backend();
