@@ -234,24 +234,28 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
     EXPECT_EQ(out, kScores) << "format " << int(keys.format);
   }
 
-  const std::size_t T = 20, H = 5, D = 20, L = 300;  // 3 key tiles, 2 query groups
-  std::vector<std::uint16_t> queries(T * H * D);
-  F query_values(T * H * D), weights(T * H);
-  for (std::size_t i = 0; i < queries.size(); ++i) {
-    query_values[i] = float(int(i * 37 % 17) - 8);
-    queries[i] = std::uint16_t(std::bit_cast<std::uint32_t>(query_values[i]) >> 16);
+  // 3 key tiles and 2 query groups; then D > 128 (the 16-slice kernel), an odd D
+  // (element-wise loads) and H not a multiple of 16.
+  struct Case { std::size_t T, H, D, L; };
+  for (const Case& c : {Case{20, 5, 24, 300}, Case{3, 17, 201, 130}}) {
+    std::vector<std::uint16_t> queries(c.T * c.H * c.D);
+    F query_values(queries.size()), weights(c.T * c.H);
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      query_values[i] = float(int(i * 37 % 17) - 8);
+      queries[i] = std::uint16_t(std::bit_cast<std::uint32_t>(query_values[i]) >> 16);
+    }
+    for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
+    std::vector<std::byte> keys(c.L * c.D * 2);
+    for (std::size_t i = 0; i < c.L * c.D; ++i) {
+      const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(float(int(i * 13 % 31) - 15)) >> 16);
+      std::memcpy(keys.data() + 2 * i, &h, 2);
+    }
+    const IndexKeys batch_keys{KeyFormat::BF16, keys, c.D};
+    F out(c.T * c.L, NAN);
+    ASSERT_TRUE(props::cuda_index_scores(queries, weights, c.T, batch_keys, out).ok());
+    const auto want = model::index_scores_batch(query_values, weights, c.T, batch_keys).value();
+    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(model::exact(out[i]), want[i]) << "D " << c.D << " score " << i;
   }
-  for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
-  std::vector<std::byte> keys(L * D * 2);
-  for (std::size_t i = 0; i < L * D; ++i) {
-    const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(float(int(i * 13 % 31) - 15)) >> 16);
-    std::memcpy(keys.data() + 2 * i, &h, 2);
-  }
-  const IndexKeys batch_keys{KeyFormat::BF16, keys, D};
-  F out(T * L, NAN);
-  ASSERT_TRUE(props::cuda_index_scores(queries, weights, T, batch_keys, out).ok());
-  const auto want = model::index_scores_batch(query_values, weights, T, batch_keys).value();
-  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(model::exact(out[i]), want[i]) << "score " << i;
 
   F untouched(5, -7);
   EXPECT_EQ(props::cuda_index_scores(lab_queries, kWeights, 1, IndexKeys{KeyFormat::F32, lab.f32, 2}, untouched).error(),

@@ -1,5 +1,8 @@
 #include <cuda_runtime.h>
 
+#include <utility>
+#include <vector>
+
 #include "impl/cuda/device.hpp"
 
 namespace aether::cuda {
@@ -11,6 +14,48 @@ int device_count() {
     return 0;
   }
   return n;
+}
+
+namespace {
+struct VerdictSlots {
+  std::vector<std::pair<int, Verdict>> by_device;
+  ~VerdictSlots() {
+    for (auto& [device, v] : by_device) {
+      cudaFree(v.word);
+      cudaFreeHost(const_cast<unsigned long long*>(v.host));
+    }
+  }
+};
+}  // namespace
+
+int begin_verdict(Verdict& verdict, Stream stream) {
+  thread_local VerdictSlots slots;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  auto it = slots.by_device.begin();
+  while (it != slots.by_device.end() && it->first != device) ++it;
+  if (it == slots.by_device.end()) {
+    Verdict v;
+    unsigned long long* host = nullptr;
+    if (cudaError_t e = cudaMalloc(&v.word, sizeof *v.word); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaMallocHost(&host, sizeof *host); e != cudaSuccess) {
+      cudaFree(v.word);
+      return e;
+    }
+    v.host = host;
+    slots.by_device.emplace_back(device, v);
+    it = slots.by_device.end() - 1;
+  }
+  verdict = it->second;
+  return cudaMemsetAsync(verdict.word, 0xff, sizeof *verdict.word, stream);
+}
+
+int end_verdict(const Verdict& verdict, Stream stream) {
+  if (cudaError_t e = cudaMemcpyAsync(const_cast<unsigned long long*>(verdict.host), verdict.word,
+                                      sizeof *verdict.word, cudaMemcpyDeviceToHost, stream);
+      e != cudaSuccess)
+    return e;
+  return cudaStreamSynchronize(stream);
 }
 
 }  // namespace aether::cuda

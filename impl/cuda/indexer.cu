@@ -12,7 +12,7 @@ namespace {
 namespace ie = indexer_error;
 
 constexpr int kThreads = 512;
-constexpr unsigned long long kNoError = ~0ull;
+constexpr unsigned long long kNoError = kNoRefusal;
 // The first refusal in the model's order: any bad end (lowest row) before any
 // non-finite score (lowest row-major position).
 constexpr unsigned long long kEndBit = 0, kNaNBit = 1ull << 63;
@@ -74,9 +74,7 @@ __global__ void __launch_bounds__(kValidateThreads) validate(const float* scores
 
 __global__ void __launch_bounds__(kThreads) select(const float* scores, std::size_t width,
                                                    const std::int32_t* ends, std::size_t k,
-                                                   const unsigned long long* error,
                                                    std::int32_t* out) {
-  if (*error != kNoError) return;  // refused: write nothing
   using Scan = cub::BlockScan<unsigned, kThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ unsigned hist[2048];
@@ -175,19 +173,15 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (rows == 0) return out.size() == 0 ? Status<IndexerError>(Ok{}) : ie::ShapeMismatch{0, out.size()};
-  unsigned long long* error = nullptr;
-  if (cudaError_t e = cudaMallocAsync(&error, sizeof *error, stream); e != cudaSuccess)
-    return ie::DeviceFailure{int(e)};
-  unsigned long long verdict = kNoError;
-  cudaMemsetAsync(error, 0xff, sizeof *error, stream);
+  Verdict v;
+  if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
   const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
   validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width,
-                                                                    ends.data(), chunks, error);
-  cudaMemcpyAsync(&verdict, error, sizeof verdict, cudaMemcpyDeviceToHost, stream);
+                                                                    ends.data(), chunks, v.word);
+  if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
+  const unsigned long long verdict = *v.host;
   Status<IndexerError> status = Ok{};
-  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
-    status = ie::DeviceFailure{int(e)};
-  } else if (verdict != kNoError && !(verdict & kNaNBit)) {
+  if (verdict != kNoError && !(verdict & kNaNBit)) {
     const std::size_t r = std::size_t(verdict);
     std::int32_t end = 0;
     cudaMemcpy(&end, ends.data() + r, sizeof end, cudaMemcpyDeviceToHost);
@@ -198,11 +192,9 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   } else if (out.size() != rows * k) {
     status = ie::ShapeMismatch{rows * k, out.size()};
   } else if (k > 0) {
-    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, error,
-                                                    out.data());
+    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data());
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) status = ie::DeviceFailure{int(e)};
   }
-  cudaFreeAsync(error, stream);
   return status;
 }
 

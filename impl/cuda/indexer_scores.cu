@@ -1,6 +1,5 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <mma.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -14,7 +13,7 @@ namespace {
 namespace ie = indexer_error;
 using bf16 = __nv_bfloat16;
 
-constexpr unsigned long long kNoError = ~0ull;
+constexpr unsigned long long kNoError = kNoRefusal;
 
 // The first refusal in the model's order, as one ordered code: input (queries,
 // weights, keys) in the top bits, then the flat index; a key's position is
@@ -39,8 +38,30 @@ __device__ __forceinline__ float row_scale(const std::byte* row, std::size_t dim
 struct Shape {
   std::size_t queries, heads, dim, keys;  // T, H, D, L
   std::size_t row_bytes;                  // key_row_bytes(format, D)
+  bool vector_keys, vector_queries;       // 8 elements per load (D % 8 == 0, aligned)
 };
 
+// Calls bad(i) for every byte offset i < n whose byte `suspect` flags, reading 16
+// bytes per load where the buffer is aligned (the keys are the bulk of the reads).
+template <class Suspect, class Bad>
+__device__ __forceinline__ void scan_bytes(const std::byte* p, std::size_t n, Suspect suspect, Bad bad) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t vectors = reinterpret_cast<std::uintptr_t>(p) % 16 == 0 ? n / 16 : 0;
+  for (std::size_t v = first; v < vectors; v += stride) {
+    const uint4 chunk = __ldcs(reinterpret_cast<const uint4*>(p) + v);
+    const std::uint32_t words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      if (suspect(words[w])) {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) bad(v * 16 + 4 * w + b);  // bad() re-checks the byte
+      }
+  }
+  for (std::size_t i = vectors * 16 + first; i < n; i += stride) bad(i);
+}
+
+// The model's refusals as ordered codes, atomicMin'd: queries, weights, keys.
 __global__ void validate(const std::uint16_t* queries, const float* weights,
                          const std::byte* keys, KeyFormat format, Shape s,
                          unsigned long long* error) {
@@ -50,26 +71,36 @@ __global__ void validate(const std::uint16_t* queries, const float* weights,
     if ((queries[i] & 0x7f80u) == 0x7f80u) atomicMin(error, error_code(0, i));
   for (std::size_t i = first; i < s.queries * s.heads; i += stride)
     if (!isfinite(weights[i])) atomicMin(error, error_code(1, i));
-  for (std::size_t i = first; i < s.keys * (s.dim + 1); i += stride) {
-    const std::size_t j = i / (s.dim + 1), pos = i % (s.dim + 1);
-    const std::byte* row = keys + j * s.row_bytes;
-    bool bad;
-    if (format == KeyFormat::E4M3) {
-      if (pos == 0) {
-        const float scale = row_scale(row, s.dim);
-        bad = !isfinite(scale) || scale < 0;
-      } else {
-        bad = (std::uint8_t(row[pos - 1]) & 0x7f) == 0x7f;
-      }
-    } else {
-      bad = pos > 0 && (reinterpret_cast<const std::uint16_t*>(row)[pos - 1] & 0x7f80u) == 0x7f80u;
+  const std::size_t key_bytes = s.keys * s.row_bytes;
+  if (format == KeyFormat::BF16) {  // rows are back to back: element e is row e / D
+    scan_bytes(keys, key_bytes,
+               [](std::uint32_t w) { return (w & 0x7f80u) == 0x7f80u || (w & 0x7f800000u) == 0x7f800000u; },
+               [&](std::size_t i) {
+                 if (i % 2 == 0 && (reinterpret_cast<const std::uint16_t*>(keys)[i / 2] & 0x7f80u) == 0x7f80u) {
+                   const std::size_t e = i / 2;
+                   atomicMin(error, error_code(2, e + e / s.dim + 1));
+                 }
+               });
+  } else {
+    for (std::size_t j = first; j < s.keys; j += stride) {
+      const float scale = row_scale(keys + j * s.row_bytes, s.dim);
+      if (!isfinite(scale) || scale < 0) atomicMin(error, error_code(2, j * (s.dim + 1)));
     }
-    if (bad) atomicMin(error, error_code(2, i));
+    const auto nan_byte = [](std::uint32_t w) {  // a byte with its low 7 bits set
+      return (w & 0x7fu) == 0x7fu || (w & 0x7f00u) == 0x7f00u || (w & 0x7f0000u) == 0x7f0000u ||
+             (w & 0x7f000000u) == 0x7f000000u;
+    };
+    scan_bytes(keys, key_bytes, nan_byte,
+               [&](std::size_t i) {
+                 const std::size_t j = i / s.row_bytes, d = i - j * s.row_bytes;
+                 if (d < s.dim && (std::uint8_t(keys[i]) & 0x7f) == 0x7f)
+                   atomicMin(error, error_code(2, j * (s.dim + 1) + d + 1));
+               });
   }
 }
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileKeys = 16 * kWarps;
-constexpr int kQueriesPerBlock = 16, kMaxSteps = int(MAX_DEVICE_SCORE_DIM / 16);
+constexpr int kQueriesPerBlock = 16;
 
 // Padded sizes: heads and dims rounded up to 16 (zero rows and columns add exact
 // zeros); shared-memory rows strided D + 8 so fragment loads hit distinct banks.
@@ -81,102 +112,238 @@ struct Layout {
         stride(dim16 + 8) {}
   __host__ __device__ std::size_t keys_bytes() const { return std::size_t(kTileKeys) * stride * 2; }
   __host__ __device__ std::size_t queries_bytes() const { return std::size_t(heads16) * stride * 2; }
+  // keys, two query tiles (the next one loads while the current one is used), scales
   __host__ __device__ std::size_t bytes() const {
-    return keys_bytes() + queries_bytes() + 4 * (heads16 + kTileKeys) +
-           4 * std::size_t(kWarps) * heads16 * 16;
+    return keys_bytes() + 2 * queries_bytes() + 4 * kTileKeys;
   }
 };
 
-// Block (x, y): keys [128 x, 128 x + 128) for queries [16 y, 16 y + 16). Warp w
-// keeps its 16 keys' B fragments in registers across all queries of the block.
-template <KeyFormat kFormat>
+__device__ __forceinline__ std::uint16_t key_bits(KeyFormat format, const std::byte* row, unsigned d) {
+  if (format == KeyFormat::E4M3) return __bfloat16_as_ushort(__float2bfloat16(e4m3_value(std::uint8_t(row[d]))));
+  return reinterpret_cast<const std::uint16_t*>(row)[d];
+}
+
+// rows x dim16 bf16 into tile (row stride `stride`), zero past `valid` rows and
+// past `dim` columns. row(r) is the address of source row r. With `vector`, 8
+// elements per step (16-byte bf16 loads, or two 4-byte E4M3 loads): the caller has
+// checked that D is a multiple of 8 and the rows are aligned for that.
+template <class RowOf>
+__device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned rows, unsigned valid,
+                                          unsigned dim, unsigned dim16, KeyFormat format,
+                                          bool vector, RowOf row) {
+  if (vector) {
+    const unsigned chunks = dim16 / 8;
+    for (unsigned i = threadIdx.x; i < rows * chunks; i += kThreads) {
+      const unsigned r = i / chunks, c = i - r * chunks;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (r < valid && c * 8 < dim) {
+        const std::byte* src = row(r);
+        if (format == KeyFormat::E4M3) {
+          const std::uint32_t lo = reinterpret_cast<const std::uint32_t*>(src)[2 * c];
+          const std::uint32_t hi = reinterpret_cast<const std::uint32_t*>(src)[2 * c + 1];
+          std::uint16_t h[8];
+#pragma unroll
+          for (int e = 0; e < 8; ++e)
+            h[e] = __bfloat16_as_ushort(__float2bfloat16(e4m3_value(std::uint8_t(((e < 4 ? lo : hi) >> (8 * (e % 4))) & 0xff))));
+          v = make_uint4(h[0] | std::uint32_t(h[1]) << 16, h[2] | std::uint32_t(h[3]) << 16,
+                         h[4] | std::uint32_t(h[5]) << 16, h[6] | std::uint32_t(h[7]) << 16);
+        } else {
+          v = reinterpret_cast<const uint4*>(src)[c];
+        }
+      }
+      *reinterpret_cast<uint4*>(tile + r * stride + c * 8) = v;
+    }
+  } else {
+    for (unsigned i = threadIdx.x; i < rows * dim16; i += kThreads) {
+      const unsigned r = i / dim16, d = i - r * dim16;
+      const std::uint16_t bits = r < valid && d < dim ? key_bits(format, row(r), d) : 0;
+      tile[r * stride + d] = __ushort_as_bfloat16(bits);
+    }
+  }
+}
+
+// ldmatrix / mma.sync m16n8k16 (PTX ISA "warp-level matrix fragments"): lane l
+// holds accumulator rows g = l / 4 and g + 8, columns 2 (l % 4) and 2 (l % 4) + 1.
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return std::uint32_t(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void load_x4(std::uint32_t (&r)[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+__device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                    std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// 16 bytes global -> shared without passing through registers; zero-filled when
+// `bytes` is 0 (padding rows and columns).
+__device__ __forceinline__ void copy_async(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+               "r"(bytes));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// Query t's [H, D] bf16 into a padded tile: asynchronously 16 bytes at a time when
+// the rows allow it, else element by element.
+__device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t* queries, std::size_t t,
+                                                 const Shape& s, const Layout& lay) {
+  const auto* base = reinterpret_cast<const std::byte*>(queries + t * s.heads * s.dim);
+  if (!s.vector_queries) {
+    load_tile(tile, lay.stride, lay.heads16, unsigned(s.heads), unsigned(s.dim), lay.dim16, KeyFormat::BF16,
+              false, [&](unsigned h) { return base + std::size_t(h) * s.dim * 2; });
+    return;
+  }
+  const unsigned chunks = lay.dim16 / 8;
+  for (unsigned i = threadIdx.x; i < lay.heads16 * chunks; i += kThreads) {
+    const unsigned h = i / chunks, c = i - h * chunks;
+    const bool real = h < s.heads && c * 8 < s.dim;
+    copy_async(tile + h * lay.stride + c * 8, real ? base + (std::size_t(h) * s.dim + c * 8) * 2 : base,
+               real ? 16 : 0);
+  }
+}
+
+// Block (x, y): keys [128 x, 128 x + 128) for queries [16 y, 16 y + 16). Warp w owns
+// keys 16 w .. 16 w + 15 (two 8-key mma tiles), keeps their B fragments in
+// registers across the block's queries, and sums the heads in registers: lane l
+// adds its heads h = l / 4 (mod 8) in ascending order, fma(w_h, max(dot_h, 0), ·),
+// then lanes l, l ^ 4, l ^ 8, l ^ 16 combine pairwise in that order. A fixed tree:
+// identical bits on every run.
+template <KeyFormat kFormat, int kMaxSteps>
 __global__ void __launch_bounds__(kThreads) score(const std::uint16_t* queries,
                                                   const float* weights, const std::byte* keys,
-                                                  Shape s, const unsigned long long* error,
-                                                  float* out) {
-  using namespace nvcuda;
-  if (*error != kNoError) return;  // refused: write nothing
+                                                  Shape s, float* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   const Layout lay(s);
   bf16* key_tile = reinterpret_cast<bf16*>(smem);
-  bf16* query_tile = reinterpret_cast<bf16*>(smem + lay.keys_bytes());
-  float* weight_tile = reinterpret_cast<float*>(smem + lay.keys_bytes() + lay.queries_bytes());
-  float* scale_tile = weight_tile + lay.heads16;
+  bf16* query_tiles[2] = {reinterpret_cast<bf16*>(smem + lay.keys_bytes()),
+                         reinterpret_cast<bf16*>(smem + lay.keys_bytes() + lay.queries_bytes())};
+  float* scale_tile = reinterpret_cast<float*>(smem + lay.keys_bytes() + 2 * lay.queries_bytes());
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* dots = scale_tile + kTileKeys + std::size_t(warp) * lay.heads16 * 16;  // [heads16][16]
 
   const std::size_t key0 = std::size_t(blockIdx.x) * kTileKeys;
-  for (std::size_t i = threadIdx.x; i < std::size_t(kTileKeys) * lay.dim16; i += kThreads) {
-    const std::size_t t = i / lay.dim16, d = i % lay.dim16, j = key0 + t;
-    float v = 0;
-    if (j < s.keys && d < s.dim) {
-      const std::byte* row = keys + j * s.row_bytes;
-      v = kFormat == KeyFormat::E4M3 ? e4m3_value(std::uint8_t(row[d]))
-                                     : __uint_as_float(std::uint32_t(reinterpret_cast<const std::uint16_t*>(row)[d]) << 16);
-    }
-    key_tile[t * lay.stride + d] = __float2bfloat16(v);  // exact: every value is a bf16
-  }
-  for (std::size_t t = threadIdx.x; t < kTileKeys; t += kThreads)
-    scale_tile[t] = kFormat == KeyFormat::E4M3 && key0 + t < s.keys
+  const unsigned dim = unsigned(s.dim);
+  const unsigned valid_keys = unsigned(s.keys - key0 < kTileKeys ? s.keys - key0 : kTileKeys);
+  // every E4M3 value and every bf16 is exactly a bf16
+  load_tile(key_tile, lay.stride, kTileKeys, valid_keys, dim, lay.dim16, kFormat, s.vector_keys,
+            [&](unsigned r) { return keys + (key0 + r) * s.row_bytes; });
+  for (unsigned t = threadIdx.x; t < kTileKeys; t += kThreads)
+    scale_tile[t] = kFormat == KeyFormat::E4M3 && t < valid_keys
                         ? row_scale(keys + (key0 + t) * s.row_bytes, s.dim)
                         : 1.0f;
   __syncthreads();
 
+  // b[k]: keys' k-th 16-deep slice, both 8-key tiles (ldmatrix x4: lanes 0-15 the
+  // first tile's two 8-column halves, lanes 16-31 the second's).
   const unsigned steps = lay.dim16 / 16;
-  wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> b[kMaxSteps];
+  std::uint32_t b[kMaxSteps][4];
+  const bf16* b_row = key_tile + (warp * 16 + (lane % 8) + (lane / 16) * 8) * lay.stride + ((lane / 8) % 2) * 8;
 #pragma unroll
   for (int k = 0; k < kMaxSteps; ++k)
-    if (k < int(steps)) wmma::load_matrix_sync(b[k], key_tile + warp * 16 * lay.stride + k * 16, lay.stride);
+    if (k < int(steps)) load_x4(b[k], b_row + k * 16);
+  const unsigned a_offset = (lane % 16) * lay.stride + (lane / 16) * 8;
 
   const std::size_t t0 = std::size_t(blockIdx.y) * kQueriesPerBlock;
   const std::size_t t1 = t0 + kQueriesPerBlock < s.queries ? t0 + kQueriesPerBlock : s.queries;
-  const std::size_t j = key0 + warp * 16 + lane;  // this lane's key in the epilogue
+  const unsigned g = lane / 4, col = 2 * (lane % 4);
+  if (t0 < t1) issue_query_tile(query_tiles[0], queries, t0, s, lay);
+  copy_async_commit();
   for (std::size_t t = t0; t < t1; ++t) {
-    __syncthreads();  // the previous query's tiles are no longer read
-    for (std::size_t i = threadIdx.x; i < std::size_t(lay.heads16) * lay.dim16; i += kThreads) {
-      const std::size_t h = i / lay.dim16, d = i % lay.dim16;
-      const std::uint16_t bits = h < s.heads && d < s.dim ? queries[(t * s.heads + h) * s.dim + d] : 0;
-      query_tile[h * lay.stride + d] = __ushort_as_bfloat16(bits);
+    const bf16* query_tile = query_tiles[(t - t0) % 2];
+    if (t + 1 < t1) {  // the other tile was last read before the barrier ending t - 1
+      issue_query_tile(query_tiles[(t - t0 + 1) % 2], queries, t + 1, s, lay);
+      copy_async_commit();
+      copy_async_wait<1>();
+    } else {
+      copy_async_wait<0>();
     }
-    for (std::size_t h = threadIdx.x; h < lay.heads16; h += kThreads)
-      weight_tile[h] = h < s.heads ? weights[t * s.heads + h] : 0.0f;
-    __syncthreads();
-    for (unsigned h16 = 0; h16 < lay.heads16; h16 += 16) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-      wmma::fill_fragment(c, 0.0f);
+    __syncthreads();  // query t's tile is complete for every warp
+    const float* w = weights + t * s.heads;
+    const bf16* a_row = query_tile + a_offset;
+    float total[2][2] = {{0, 0}, {0, 0}};  // [tile][column] over this lane's heads
+    // Two 16-head tiles at a time: four independent accumulator chains per warp
+    // keep the tensor pipe busy while each mma's latency runs.
+    for (unsigned h32 = 0; h32 < lay.heads16; h32 += 32) {
+      const bool pair = h32 + 16 < lay.heads16;
+      float c[2][2][4] = {};  // [head tile][key tile][fragment]
 #pragma unroll
       for (int k = 0; k < kMaxSteps; ++k)
         if (k < int(steps)) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> a;
-          wmma::load_matrix_sync(a, query_tile + h16 * lay.stride + k * 16, lay.stride);
-          wmma::mma_sync(c, a, b[k], c);
+          std::uint32_t a[4];
+          load_x4(a, a_row + h32 * lay.stride + k * 16);
+          mma(c[0][0], a, b[k][0], b[k][1]);
+          mma(c[0][1], a, b[k][2], b[k][3]);
+          if (pair) {
+            load_x4(a, a_row + (h32 + 16) * lay.stride + k * 16);
+            mma(c[1][0], a, b[k][0], b[k][1]);
+            mma(c[1][1], a, b[k][2], b[k][3]);
+          }
         }
-      wmma::store_matrix_sync(dots + h16 * 16, c, 16, wmma::mem_row_major);
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        const unsigned h16 = h32 + 16 * unsigned(m);
+        const float w_lo = h16 + g < s.heads ? __ldg(w + h16 + g) : 0.0f;
+        const float w_hi = h16 + g + 8 < s.heads ? __ldg(w + h16 + g + 8) : 0.0f;
+#pragma unroll
+        for (int n = 0; n < 2; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {  // an absent second tile adds fma(0, 0, x) = x
+            total[n][e] = fmaf(w_lo, fmaxf(c[m][n][e], 0.0f), total[n][e]);
+            total[n][e] = fmaf(w_hi, fmaxf(c[m][n][2 + e], 0.0f), total[n][e]);
+          }
+      }
     }
-    __syncwarp();
-    if (lane < 16 && j < s.keys) {
-      float total = 0;
-      for (std::size_t h = 0; h < s.heads; ++h)
-        total = fmaf(weight_tile[h], fmaxf(dots[h * 16 + lane], 0.0f), total);
-      out[t * s.keys + j] = kFormat == KeyFormat::E4M3 ? total * scale_tile[warp * 16 + lane] : total;
-    }
-    __syncwarp();
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+#pragma unroll
+        for (int m = 4; m <= 16; m *= 2) total[n][e] += __shfl_xor_sync(0xffffffffu, total[n][e], m);
+    if (g == 0)
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const unsigned key = warp * 16 + unsigned(n) * 8 + col + unsigned(e);
+          if (key < valid_keys)
+            out[t * s.keys + key0 + key] =
+                kFormat == KeyFormat::E4M3 ? total[n][e] * scale_tile[key] : total[n][e];
+        }
+    __syncthreads();  // this tile is free for query t + 2
   }
 }
 
-template <KeyFormat kFormat>
+// kMaxSteps 16-deep slices of the keys stay in registers: 8 (D <= 128) leaves room
+// for three blocks per SM; 16 covers D <= 256.
+template <KeyFormat kFormat, int kMaxSteps>
 cudaError_t launch_score(const std::uint16_t* queries, const float* weights, const std::byte* keys,
-                         const Shape& s, const unsigned long long* error, float* out,
-                         cudaStream_t stream) {
+                         const Shape& s, float* out, cudaStream_t stream) {
   const Layout lay(s);
   const int bytes = int(lay.bytes());
-  if (cudaError_t e = cudaFuncSetAttribute(score<kFormat>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  auto* kernel = score<kFormat, kMaxSteps>;
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
       e != cudaSuccess)
     return e;
   const dim3 grid(unsigned((s.keys + kTileKeys - 1) / kTileKeys),
                   unsigned((s.queries + kQueriesPerBlock - 1) / kQueriesPerBlock));
-  score<kFormat><<<grid, kThreads, bytes, stream>>>(queries, weights, keys, s, error, out);
+  kernel<<<grid, kThreads, bytes, stream>>>(queries, weights, keys, s, out);
   return cudaGetLastError();
+}
+
+template <KeyFormat kFormat>
+cudaError_t launch_score(const std::uint16_t* queries, const float* weights, const std::byte* keys,
+                         const Shape& s, float* out, cudaStream_t stream) {
+  return s.dim <= 128 ? launch_score<kFormat, 8>(queries, weights, keys, s, out, stream)
+                      : launch_score<kFormat, 16>(queries, weights, keys, s, out, stream);
 }
 }  // namespace
 
@@ -190,26 +357,26 @@ Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
   if (heads * query_count != weights.size()) return ie::ShapeMismatch{heads * query_count, weights.size()};
   if (queries.size() != weights.size() * keys.dim)
     return ie::ShapeMismatch{weights.size() * keys.dim, queries.size()};
-  if (keys.format == KeyFormat::F32 || heads > MAX_DEVICE_SCORE_HEADS || keys.dim > MAX_DEVICE_SCORE_DIM)
+  const bool odd_bf16 = keys.format == KeyFormat::BF16 && reinterpret_cast<std::uintptr_t>(keys.bytes.data()) % 2;
+  if (keys.format == KeyFormat::F32 || heads > MAX_DEVICE_SCORE_HEADS || keys.dim > MAX_DEVICE_SCORE_DIM || odd_bf16)
     return ie::UnsupportedOnDevice{keys.format, heads, keys.dim};
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const bool keys_whole = row_bytes == 0 ? keys.bytes.empty() : keys.bytes.size() % row_bytes == 0;
+  const auto aligned = [](const void* p, std::uintptr_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; };
   const Shape s{query_count, heads, keys.dim, keys_whole && row_bytes ? keys.bytes.size() / row_bytes : 0,
-                row_bytes};
+                row_bytes,
+                keys.dim % 8 == 0 && aligned(keys.bytes.data(), keys.format == KeyFormat::E4M3 ? 4 : 16),
+                keys.dim % 8 == 0 && aligned(queries.data(), 16)};
 
-  unsigned long long* error = nullptr;
-  if (cudaError_t e = cudaMallocAsync(&error, sizeof *error, stream); e != cudaSuccess)
-    return ie::DeviceFailure{int(e)};
-  cudaMemsetAsync(error, 0xff, sizeof *error, stream);
+  Verdict v;
+  if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
   const std::size_t work = std::max({queries.size(), weights.size(), s.keys * (s.dim + 1), std::size_t(1)});
   const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256, 4096));
-  validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(), keys.format, s, error);
-  unsigned long long verdict = kNoError;
-  cudaMemcpyAsync(&verdict, error, sizeof verdict, cudaMemcpyDeviceToHost, stream);
+  validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(), keys.format, s, v.word);
+  if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
+  const unsigned long long verdict = *v.host;
   Status<IndexerError> status = Ok{};
-  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
-    status = ie::DeviceFailure{int(e)};
-  } else if (verdict != kNoError) {
+  if (verdict != kNoError) {
     const unsigned input = unsigned(verdict >> 62);
     const std::size_t at = std::size_t(verdict & ~error_code(3, 0));
     if (input < 2) {
@@ -227,11 +394,10 @@ Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
   } else if (s.queries > 0 && s.keys > 0) {
     const cudaError_t e =
         keys.format == KeyFormat::E4M3
-            ? launch_score<KeyFormat::E4M3>(queries.data(), weights.data(), keys.bytes.data(), s, error, out.data(), stream)
-            : launch_score<KeyFormat::BF16>(queries.data(), weights.data(), keys.bytes.data(), s, error, out.data(), stream);
+            ? launch_score<KeyFormat::E4M3>(queries.data(), weights.data(), keys.bytes.data(), s, out.data(), stream)
+            : launch_score<KeyFormat::BF16>(queries.data(), weights.data(), keys.bytes.data(), s, out.data(), stream);
     if (e != cudaSuccess) status = ie::DeviceFailure{int(e)};
   }
-  cudaFreeAsync(error, stream);
   return status;
 }
 

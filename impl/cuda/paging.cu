@@ -10,13 +10,29 @@ namespace aether::cuda {
 namespace {
 namespace pe = paging_error;
 
-constexpr unsigned long long kNoError = ~0ull;
+constexpr unsigned long long kNoError = kNoRefusal;
 constexpr int kThreads = 256, kLanesPerThread = 4;
 constexpr std::int64_t kMaxSlot = std::numeric_limits<std::int32_t>::max();
 
+// x / d for 32-bit x: a shift when d is a power of two (K 2048, B / r
+// 16 in practice), else one 32-bit division; 64-bit division per lane would cost
+// more than the lane's memory traffic.
+struct Divisor {
+  std::uint32_t d;
+  int shift;  // log2 d, or -1
+  explicit Divisor(std::uint32_t v) : d(v), shift((v & (v - 1)) == 0 ? __builtin_ctz(v) : -1) {}
+  __device__ __forceinline__ std::uint32_t quotient(std::uint32_t x) const {
+    return shift >= 0 ? x >> shift : x / d;
+  }
+};
+
+// Lanes and the per-block row count fit in 32 bits (the host checks; wider calls
+// take the 64-bit path).
 struct Geometry {
   std::size_t k, requests, blocks_per_request;
   std::int64_t bc;  // compressed rows per block, B / r
+  Divisor k32, bc32;
+  bool narrow;
 };
 
 // A lane's slot, or -1 (padding, or past the valid count); *bad is set to the
@@ -25,16 +41,18 @@ __device__ __forceinline__ std::int32_t slot_of(const std::int32_t* rows,
                                                 const std::int32_t* valid_counts,
                                                 const std::int32_t* tables, const Geometry& g,
                                                 std::size_t lane, int* bad) {
-  const std::size_t n = lane / g.k, i = lane % g.k;
+  const std::size_t n = g.narrow ? g.k32.quotient(std::uint32_t(lane)) : lane / g.k;
+  const std::size_t i = lane - n * g.k;
   const std::int32_t count = valid_counts[n];
   const std::int64_t j = rows[lane];
   if (count <= 0 || i >= std::size_t(count) || j == -1) return -1;
-  if (j < 0 || std::uint64_t(j / g.bc) >= g.blocks_per_request) {
+  const std::int64_t block_of_j = j < 0 ? -1 : g.narrow ? g.bc32.quotient(std::uint32_t(j)) : j / g.bc;
+  if (j < 0 || std::uint64_t(block_of_j) >= g.blocks_per_request) {
     *bad = 0;
     return -1;
   }
-  const std::int64_t block = tables[n * g.blocks_per_request + std::size_t(j / g.bc)];
-  const std::int64_t slot = block * g.bc + j % g.bc;
+  const std::int64_t block = tables[n * g.blocks_per_request + std::size_t(block_of_j)];
+  const std::int64_t slot = block * g.bc + (j - block_of_j * g.bc);
   if (block < 0 || slot > kMaxSlot) {
     *bad = 1;
     return -1;
@@ -60,9 +78,7 @@ __global__ void __launch_bounds__(kThreads) validate(const std::int32_t* rows,
 __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows,
                                                     const std::int32_t* valid_counts,
                                                     const std::int32_t* tables, Geometry g,
-                                                    const unsigned long long* error,
                                                     std::int32_t* out) {
-  if (*error != kNoError) return;  // refused: write nothing
   const std::size_t lanes = g.requests * g.k;
   const std::size_t first = (std::size_t(blockIdx.x) * kThreads * kLanesPerThread) + threadIdx.x;
   std::int32_t slot[kLanesPerThread];
@@ -87,26 +103,25 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
                                 std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
   if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
     return pe::BadGeometry{block_tokens, ratio};
-  const Geometry g{k, valid_counts.size(), blocks_per_request, block_tokens / ratio};
+  const std::int64_t bc = block_tokens / ratio;
+  const bool narrow = k > 0 && rows.size() <= 0xffffffffu && bc <= 0x7fffffff;
+  const Geometry g{k, valid_counts.size(), blocks_per_request, bc,
+                   Divisor(narrow ? std::uint32_t(k) : 1), Divisor(narrow ? std::uint32_t(bc) : 1), narrow};
   if (rows.size() != g.requests * k) return pe::ShapeMismatch{g.requests * k, rows.size()};
   if (block_tables.size() != g.requests * blocks_per_request)
     return pe::ShapeMismatch{g.requests * blocks_per_request, block_tables.size()};
   if (out.size() != rows.size()) return pe::ShapeMismatch{rows.size(), out.size()};
   if (rows.empty()) return Ok{};
 
-  unsigned long long* error = nullptr;
-  if (cudaError_t e = cudaMallocAsync(&error, sizeof *error, stream); e != cudaSuccess)
-    return pe::DeviceFailure{int(e)};
-  cudaMemsetAsync(error, 0xff, sizeof *error, stream);
+  Verdict v;
+  if (int e = begin_verdict(v, stream)) return pe::DeviceFailure{e};
   const std::size_t per_block = std::size_t(kThreads) * kLanesPerThread;
   const unsigned blocks = unsigned((rows.size() + per_block - 1) / per_block);
-  validate<<<blocks, kThreads, 0, stream>>>(rows.data(), valid_counts.data(), block_tables.data(), g, error);
-  unsigned long long verdict = kNoError;
-  cudaMemcpyAsync(&verdict, error, sizeof verdict, cudaMemcpyDeviceToHost, stream);
+  validate<<<blocks, kThreads, 0, stream>>>(rows.data(), valid_counts.data(), block_tables.data(), g, v.word);
+  if (int e = end_verdict(v, stream)) return pe::DeviceFailure{e};
+  const unsigned long long verdict = *v.host;
   Status<PagingError> status = Ok{};
-  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
-    status = pe::DeviceFailure{int(e)};
-  } else if (verdict != kNoError) {
+  if (verdict != kNoError) {
     const std::size_t lane = std::size_t(verdict >> 1);
     std::int32_t row = 0;
     cudaMemcpy(&row, rows.data() + lane, sizeof row, cudaMemcpyDeviceToHost);
@@ -119,10 +134,9 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
       status = pe::BadBlock{lane, block};
     }
   } else {
-    convert<<<blocks, kThreads, 0, stream>>>(rows.data(), valid_counts.data(), block_tables.data(), g, error, out.data());
+    convert<<<blocks, kThreads, 0, stream>>>(rows.data(), valid_counts.data(), block_tables.data(), g, out.data());
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) status = pe::DeviceFailure{int(e)};
   }
-  cudaFreeAsync(error, stream);
   return status;
 }
 
