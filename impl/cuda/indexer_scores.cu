@@ -99,7 +99,7 @@ __global__ void validate(const std::uint16_t* queries, const float* weights,
   }
 }
 
-constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileKeys = 16 * kWarps;
+constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileKeys = 32 * kWarps;
 constexpr int kQueriesPerBlock = 16;
 
 // Padded sizes: heads and dims rounded up to 16 (zero rows and columns add exact
@@ -212,8 +212,8 @@ __device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t
   }
 }
 
-// Block (x, y): keys [128 x, 128 x + 128) for queries [16 y, 16 y + 16). Warp w owns
-// keys 16 w .. 16 w + 15 (two 8-key mma tiles), keeps their B fragments in
+// Block (x, y): keys [256 x, 256 x + 256) for queries [16 y, 16 y + 16). Warp w owns
+// keys 32 w .. 32 w + 31 (four 8-key mma tiles), keeps their B fragments in
 // registers across the block's queries, and sums the heads in registers: lane l
 // adds its heads h = l / 4 (mod 8) in ascending order, fma(w_h, max(dot_h, 0), ·),
 // then lanes l, l ^ 4, l ^ 8, l ^ 16 combine pairwise in that order. A fixed tree:
@@ -242,14 +242,17 @@ __global__ void __launch_bounds__(kThreads) score(const std::uint16_t* queries,
                         : 1.0f;
   __syncthreads();
 
-  // b[k]: keys' k-th 16-deep slice, both 8-key tiles (ldmatrix x4: lanes 0-15 the
-  // first tile's two 8-column halves, lanes 16-31 the second's).
+  // b[k]: the warp's 32 keys' k-th 16-deep slice, four 8-key tiles (each ldmatrix
+  // x4: lanes 0-15 one tile's two 8-column halves, lanes 16-31 the next tile's).
   const unsigned steps = lay.dim16 / 16;
-  std::uint32_t b[kMaxSteps][4];
-  const bf16* b_row = key_tile + (warp * 16 + (lane % 8) + (lane / 16) * 8) * lay.stride + ((lane / 8) % 2) * 8;
+  std::uint32_t b[kMaxSteps][8];
+  const bf16* b_row = key_tile + (warp * 32 + (lane % 8) + (lane / 16) * 8) * lay.stride + ((lane / 8) % 2) * 8;
 #pragma unroll
   for (int k = 0; k < kMaxSteps; ++k)
-    if (k < int(steps)) load_x4(b[k], b_row + k * 16);
+    if (k < int(steps)) {
+      load_x4(reinterpret_cast<std::uint32_t(&)[4]>(b[k][0]), b_row + k * 16);
+      load_x4(reinterpret_cast<std::uint32_t(&)[4]>(b[k][4]), b_row + 16 * lay.stride + k * 16);
+    }
   const unsigned a_offset = (lane % 16) * lay.stride + (lane / 16) * 8;
 
   const std::size_t t0 = std::size_t(blockIdx.y) * kQueriesPerBlock;
@@ -269,51 +272,39 @@ __global__ void __launch_bounds__(kThreads) score(const std::uint16_t* queries,
     __syncthreads();  // query t's tile is complete for every warp
     const float* w = weights + t * s.heads;
     const bf16* a_row = query_tile + a_offset;
-    float total[2][2] = {{0, 0}, {0, 0}};  // [tile][column] over this lane's heads
-    // Two 16-head tiles at a time: four independent accumulator chains per warp
-    // keep the tensor pipe busy while each mma's latency runs.
-    for (unsigned h32 = 0; h32 < lay.heads16; h32 += 32) {
-      const bool pair = h32 + 16 < lay.heads16;
-      float c[2][2][4] = {};  // [head tile][key tile][fragment]
+    float total[4][2] = {};  // [key tile][column] over this lane's heads
+    for (unsigned h16 = 0; h16 < lay.heads16; h16 += 16) {
+      float c[4][4] = {};  // [key tile][fragment]: four independent accumulator chains
 #pragma unroll
       for (int k = 0; k < kMaxSteps; ++k)
         if (k < int(steps)) {
           std::uint32_t a[4];
-          load_x4(a, a_row + h32 * lay.stride + k * 16);
-          mma(c[0][0], a, b[k][0], b[k][1]);
-          mma(c[0][1], a, b[k][2], b[k][3]);
-          if (pair) {
-            load_x4(a, a_row + (h32 + 16) * lay.stride + k * 16);
-            mma(c[1][0], a, b[k][0], b[k][1]);
-            mma(c[1][1], a, b[k][2], b[k][3]);
-          }
+          load_x4(a, a_row + h16 * lay.stride + k * 16);
+#pragma unroll
+          for (int n = 0; n < 4; ++n) mma(c[n], a, b[k][2 * n], b[k][2 * n + 1]);
         }
+      const float w_lo = h16 + g < s.heads ? __ldg(w + h16 + g) : 0.0f;
+      const float w_hi = h16 + g + 8 < s.heads ? __ldg(w + h16 + g + 8) : 0.0f;
 #pragma unroll
-      for (int m = 0; m < 2; ++m) {
-        const unsigned h16 = h32 + 16 * unsigned(m);
-        const float w_lo = h16 + g < s.heads ? __ldg(w + h16 + g) : 0.0f;
-        const float w_hi = h16 + g + 8 < s.heads ? __ldg(w + h16 + g + 8) : 0.0f;
+      for (int n = 0; n < 4; ++n)
 #pragma unroll
-        for (int n = 0; n < 2; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {  // an absent second tile adds fma(0, 0, x) = x
-            total[n][e] = fmaf(w_lo, fmaxf(c[m][n][e], 0.0f), total[n][e]);
-            total[n][e] = fmaf(w_hi, fmaxf(c[m][n][2 + e], 0.0f), total[n][e]);
-          }
-      }
+        for (int e = 0; e < 2; ++e) {
+          total[n][e] = fmaf(w_lo, fmaxf(c[n][e], 0.0f), total[n][e]);
+          total[n][e] = fmaf(w_hi, fmaxf(c[n][2 + e], 0.0f), total[n][e]);
+        }
     }
 #pragma unroll
-    for (int n = 0; n < 2; ++n)
+    for (int n = 0; n < 4; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
 #pragma unroll
         for (int m = 4; m <= 16; m *= 2) total[n][e] += __shfl_xor_sync(0xffffffffu, total[n][e], m);
     if (g == 0)
 #pragma unroll
-      for (int n = 0; n < 2; ++n)
+      for (int n = 0; n < 4; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const unsigned key = warp * 16 + unsigned(n) * 8 + col + unsigned(e);
+          const unsigned key = warp * 32 + unsigned(n) * 8 + col + unsigned(e);
           if (key < valid_keys)
             out[t * s.keys + key0 + key] =
                 kFormat == KeyFormat::E4M3 ? total[n][e] * scale_tile[key] : total[n][e];
