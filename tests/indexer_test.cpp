@@ -234,10 +234,10 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
     EXPECT_EQ(out, kScores) << "format " << int(keys.format);
   }
 
-  // 3 key tiles and 2 query groups; then D > 128 (the 16-slice kernel), an odd D
+  // 2 key tiles and 2 query groups; then D > 128 (the 16-slice kernel), an odd D
   // (element-wise loads) and H not a multiple of 16.
   struct Case { std::size_t T, H, D, L; };
-  for (const Case& c : {Case{20, 5, 24, 300}, Case{3, 17, 201, 130}}) {
+  for (const Case& c : {Case{40, 5, 24, 300}, Case{3, 17, 201, 130}}) {
     std::vector<std::uint16_t> queries(c.T * c.H * c.D);
     F query_values(queries.size()), weights(c.T * c.H);
     for (std::size_t i = 0; i < queries.size(); ++i) {

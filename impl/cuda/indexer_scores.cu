@@ -100,7 +100,7 @@ __global__ void validate(const std::uint16_t* queries, const float* weights,
 }
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileKeys = 32 * kWarps;
-constexpr int kQueriesPerBlock = 16;
+constexpr int kQueriesPerBlock = 32;
 
 // Padded sizes: heads and dims rounded up to 16 (zero rows and columns add exact
 // zeros); shared-memory rows strided D + 8 so fragment loads hit distinct banks.
@@ -212,7 +212,7 @@ __device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t
   }
 }
 
-// Block (x, y): keys [256 x, 256 x + 256) for queries [16 y, 16 y + 16). Warp w owns
+// Block (x, y): keys [256 x, 256 x + 256) for queries [32 y, 32 y + 32). Warp w owns
 // keys 32 w .. 32 w + 31 (four 8-key mma tiles), keeps their B fragments in
 // registers across the block's queries, and sums the heads in registers: lane l
 // adds its heads h = l / 4 (mod 8) in ascending order, fma(w_h, max(dot_h, 0), ·),
