@@ -1,0 +1,59 @@
+// The arithmetic of one compressed channel, shared by impl/cpu and impl/cuda so
+// both produce the same bits (L3 across backends); compiled for host and device.
+// The model bounds it (model::compress_group_fp32): shift by the group's max
+// score, e_t = exp(s_t - m) within 4 ulp, fp32 sums and quotient, then bf16.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define AETHER_HD __host__ __device__
+#else
+#define AETHER_HD
+#endif
+
+namespace aether::impl {
+
+// e^x for x <= 0: x = k ln2 + f (Cody-Waite, ln2 split in two), e^f by the cephes
+// expf polynomial in fma form, times 2^k. Below -104, e^x < 2^-150 rounds to 0.
+// tests/compress_test.cpp measures its error against the exact model.
+AETHER_HD inline float exp_nonpositive(float x) {
+  if (x < -104.0f) return 0.0f;
+  const float k = rintf(x * 1.44269504088896341f);
+  float f = fmaf(k, -0.693359375f, x);
+  f = fmaf(k, 2.12194440e-4f, f);
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, f, 1.3981999507e-3f);
+  p = fmaf(p, f, 8.3334519073e-3f);
+  p = fmaf(p, f, 4.1665795894e-2f);
+  p = fmaf(p, f, 1.6666665459e-1f);
+  p = fmaf(p, f, 5.0000001201e-1f);
+  const float y = fmaf(p, f * f, f) + 1.0f;
+  return ldexpf(y, int(k));
+}
+
+// z = Σ_t e_t v_t / Σ_t e_t, e_t = exp(s_t - m), m = max_t s_t, t ascending;
+// score(t) and value(t) read position t of the group.
+template <class Score, class Value>
+AETHER_HD inline float gated_mean(Score score, Value value, int ratio) {
+  float m = score(0);
+  for (int t = 1; t < ratio; ++t) m = fmaxf(m, score(t));
+  float num = 0.0f, den = 0.0f;
+  for (int t = 0; t < ratio; ++t) {
+    const float e = exp_nonpositive(score(t) - m);
+    num = fmaf(e, value(t), num);
+    den += e;
+  }
+  return num / den;
+}
+
+// fp32 -> bf16, round to nearest even (inputs are finite).
+AETHER_HD inline std::uint16_t bf16_nearest(float z) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &z, 4);
+  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+}  // namespace aether::impl
