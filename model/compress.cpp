@@ -1,6 +1,8 @@
 #include "model/compress.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 namespace aether::model {
 
@@ -95,6 +97,7 @@ Interval exp_enclosure(const Rational& x) {
 
 // z_d = Σ_t g_t v_t / Σ_t g_t
 std::vector<Interval> compress_group(std::span<const Position> group, Gate gate) {
+  if (gate == Gate::ScoreFp32) return compress_group_fp32(group);
   std::vector<Interval> z;
   for (std::size_t d = 0; d < dim_of(group); ++d) {
     const auto [g, v] = channel(group, d);
@@ -212,6 +215,89 @@ std::vector<std::vector<Interval>> whole_sequence_rows(std::span<const Position>
   for (std::size_t j = 0; (j + 1) * std::size_t(ratio) <= inputs.size(); ++j)
     rows.push_back(compress_group(inputs.subspan(j * std::size_t(ratio), std::size_t(ratio)), gate));
   return rows;
+}
+
+namespace {
+Position position_from(const float* row, std::size_t dim) {
+  Position p;
+  for (std::size_t d = 0; d < dim; ++d) {
+    p.gate.push_back(exact(row[d]));
+    p.value.push_back(exact(row[dim + d]));
+  }
+  return p;
+}
+
+void position_to(const Position& p, float* row) {
+  const std::size_t dim = p.value.size();
+  for (std::size_t d = 0; d < dim; ++d) {
+    row[d] = float(static_cast<double>(p.gate[d]));
+    row[dim + d] = float(static_cast<double>(p.value[d]));
+  }
+}
+}  // namespace
+
+Result<BatchResult, CompressError> compress_batch(std::span<const CompressRequest> requests,
+                                                  std::span<const float> projected,
+                                                  std::span<const float> ring,
+                                                  const CompressShape& shape, bool decode,
+                                                  std::size_t rows_len, std::size_t row_index_len,
+                                                  std::size_t positions_len, Gate gate) {
+  namespace ce = compress_error;
+  const std::int64_t r = shape.ratio;
+  const std::size_t D = shape.dim, S = shape.ring, width = 2 * D;
+  if (r < 1 || D == 0 || S == 0) return ce::BadShape{r, D, S};
+  std::set<std::int32_t> slots;
+  std::size_t tokens = 0, rows = 0;
+  std::int64_t qmax = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const CompressRequest& q = requests[i];
+    if (q.state_slot < 0 || std::size_t(q.state_slot) >= shape.state_slots || slots.contains(q.state_slot) ||
+        q.start < 0 || q.tokens < 0 || q.start + q.tokens > INT32_MAX)
+      return ce::BadRequest{i};
+    slots.insert(q.state_slot);
+    tokens += std::size_t(q.tokens);
+    rows += decode ? std::size_t(q.tokens)
+                   : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / r - q.start / r));
+    qmax = std::max<std::int64_t>(qmax, q.tokens);
+  }
+  for (auto [expected, actual] : {std::pair{tokens * width, projected.size()},
+                                  std::pair{shape.state_slots * S * width, ring.size()},
+                                  std::pair{rows * D, rows_len}, std::pair{rows, row_index_len},
+                                  std::pair{rows, positions_len}})
+    if (expected != actual) return ce::ShapeMismatch{expected, actual};
+  if (const std::int64_t needed = decode ? r + qmax - 1 : r; std::int64_t(S) < needed)
+    return ce::RingTooSmall{S, needed};
+  for (std::size_t i = 0; i < projected.size(); ++i)
+    if (!std::isfinite(projected[i])) return ce::NonFiniteInput{0, i};
+  std::optional<std::size_t> first_bad;
+  for (const CompressRequest& q : requests) {
+    if ((q.start + q.tokens) / r == q.start / r) continue;  // completes nothing: reads nothing old
+    for (std::int64_t p = q.start / r * r; p < q.start; ++p)
+      for (std::size_t c = 0; c < width; ++c) {
+        const std::size_t at = (std::size_t(q.state_slot) * S + std::size_t(p) % S) * width + c;
+        if (!std::isfinite(ring[at]) && (!first_bad || at < *first_bad)) first_bad = at;
+      }
+  }
+  if (first_bad) return ce::NonFiniteInput{1, *first_bad};
+
+  BatchResult out{{}, std::vector<float>(ring.begin(), ring.end())};
+  std::size_t offset = 0;
+  for (const CompressRequest& q : requests) {
+    Ring state(S);
+    float* slot = out.ring.data() + std::size_t(q.state_slot) * S * width;
+    for (std::size_t e = 0; e < S; ++e) state.entries[e] = position_from(slot + e * width, D);
+    state.length = q.start;
+    std::vector<Position> step;
+    for (std::int32_t t = 0; t < q.tokens; ++t) step.push_back(position_from(projected.data() + (offset + std::size_t(t)) * width, D));
+    offset += std::size_t(q.tokens);
+    const auto rows_of = decode ? model::decode(state, r, step, gate) : prefill(state, r, step, gate);
+    for (Row row : rows_of) {
+      if (row.z.empty()) row.z.assign(D, Interval{0, 0});  // an empty chunk's placeholder
+      out.rows.push_back(row);
+    }
+    for (std::size_t e = 0; e < S; ++e) position_to(*state.entries[e], slot + e * width);
+  }
+  return out;
 }
 
 }  // namespace aether::model

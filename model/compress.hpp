@@ -22,10 +22,11 @@ struct Interval {
   friend bool operator==(const Interval&, const Interval&) = default;
 };
 
-// What a position's gate row holds: the positive weights exp(s) themselves (the
-// lab's mode: exact rational results), or the scores s (real exponentials,
-// enclosed).
-enum class Gate { Weight, Score };
+// What a position's gate row holds, and what a row is: the positive weights exp(s)
+// themselves (the lab's mode: exact rational results); the scores s (the exact
+// real row, enclosed); or the scores s with the row widened to every value an fp32
+// evaluation can give (compress_group_fp32: what a backend's row must lie in).
+enum class Gate { Weight, Score, ScoreFp32 };
 
 // One position's projection: D gate values and D latent values, exact.
 struct Position {
@@ -90,5 +91,22 @@ std::vector<Position> pending(const Ring& ring, std::int64_t ratio);
 // The reference: every complete group of `inputs` compressed, in order.
 std::vector<std::vector<Interval>> whole_sequence_rows(std::span<const Position> inputs,
                                                        std::int64_t ratio, Gate gate);
+
+// The backends' batch contract (impl/cpu/compress.hpp), literally: the refusals in
+// order (shape, each request, buffer lengths, ring capacity, then the first
+// non-finite projected value, else the lowest non-finite old ring entry a request
+// reads), then each request's ring rebuilt from the buffer (every entry, length =
+// start) and stepped by prefill or decode. Returns the rows and the ring after.
+struct BatchResult {
+  std::vector<Row> rows;
+  std::vector<float> ring;
+};
+Result<BatchResult, CompressError> compress_batch(std::span<const CompressRequest> requests,
+                                                  std::span<const float> projected,
+                                                  std::span<const float> ring,
+                                                  const CompressShape& shape, bool decode,
+                                                  std::size_t rows_len, std::size_t row_index_len,
+                                                  std::size_t positions_len,
+                                                  Gate gate = Gate::ScoreFp32);
 
 }  // namespace aether::model

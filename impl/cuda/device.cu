@@ -58,4 +58,59 @@ int end_verdict(const Verdict& verdict, Stream stream) {
   return cudaStreamSynchronize(stream);
 }
 
+namespace {
+struct Scratch {
+  void* buffer = nullptr;
+  std::size_t bytes = 0;
+  cudaEvent_t done = nullptr;
+};
+struct ScratchSlots {
+  std::vector<std::pair<int, Scratch>> by_device;
+  ~ScratchSlots() {
+    for (auto& [device, s] : by_device) {
+      cudaFree(s.buffer);
+      if (s.done) cudaEventDestroy(s.done);
+    }
+  }
+};
+
+int current_scratch(Scratch** out) {
+  thread_local ScratchSlots slots;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  for (auto& [d, s] : slots.by_device)
+    if (d == device) {
+      *out = &s;
+      return 0;
+    }
+  Scratch s;
+  if (cudaError_t e = cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming); e != cudaSuccess) return e;
+  slots.by_device.emplace_back(device, s);
+  *out = &slots.by_device.back().second;
+  return 0;
+}
+}  // namespace
+
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device) {
+  Scratch* s = nullptr;
+  if (int e = current_scratch(&s)) return e;
+  if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
+  if (bytes > s->bytes) {
+    cudaFree(s->buffer);
+    s->buffer = nullptr;
+    s->bytes = 0;
+    if (cudaError_t e = cudaMalloc(&s->buffer, bytes); e != cudaSuccess) return e;
+    s->bytes = bytes;
+  }
+  *device = s->buffer;
+  if (bytes == 0) return 0;
+  return cudaMemcpyAsync(s->buffer, host, bytes, cudaMemcpyHostToDevice, stream);
+}
+
+int release_scratch(Stream stream) {
+  Scratch* s = nullptr;
+  if (int e = current_scratch(&s)) return e;
+  return cudaEventRecord(s->done, stream);
+}
+
 }  // namespace aether::cuda

@@ -2,6 +2,8 @@
 // host-only translation units (tests built by g++) can include them.
 #pragma once
 
+#include <cstddef>
+
 struct CUstream_st;
 
 namespace aether::cuda {
@@ -26,5 +28,12 @@ inline constexpr unsigned long long kNoRefusal = ~0ull;
 int begin_verdict(Verdict& verdict, Stream stream);
 // Copies the word to *verdict.host and waits for `stream`; 0 or the cudaError_t.
 int end_verdict(const Verdict& verdict, Stream stream);
+
+// A call's metadata, built on the host, in a per-thread, per-device device buffer
+// grown on demand: upload_scratch waits until the same thread's previous call has
+// finished reading the buffer (release_scratch recorded that point on its stream),
+// then copies `bytes` from `host` on `stream`. 0 or the cudaError_t.
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device);
+int release_scratch(Stream stream);
 
 }  // namespace aether::cuda

@@ -1,0 +1,69 @@
+// Generators and drivers for compression properties, tests and the fuzz target:
+// one request's sequence of positions run through a backend as prefill chunks or
+// verify steps, and the same through the model.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "api/compress.hpp"
+#include "model/compress.hpp"
+#include "props/support/compress_backends.hpp"
+
+namespace aether::props {
+
+// n positions, [n, 2, D]: each position's score row then latent row.
+struct Sequence {
+  std::size_t dim = 1;
+  std::vector<float> projected;
+  std::size_t size() const { return projected.size() / (2 * dim); }
+  std::span<const float> positions(std::size_t first, std::size_t count) const {
+    return std::span(projected).subspan(first * 2 * dim, count * 2 * dim);
+  }
+};
+
+// L1 grid: every score of a channel equal (e^0 = 1 exactly after the shift),
+// latents integers in [-15, 15]: for r in {1, 2, 4} the fp32 mean is exact and a bf16.
+rc::Gen<Sequence> gen_grid_sequence(std::size_t n, std::size_t dim);
+// General: scores in [-30, 30], latents of any sign with exponents within +-20.
+rc::Gen<Sequence> gen_float_sequence(std::size_t n, std::size_t dim);
+// Chunk lengths summing to n (empty chunks included now and then).
+rc::Gen<std::vector<std::size_t>> gen_partition(std::size_t n);
+
+// What a backend produced for one request: every completed row by its index
+// (bf16 bits), and the ring after the last step.
+struct ImplRun {
+  std::map<std::int32_t, std::vector<std::uint16_t>> rows;
+  std::vector<float> ring;
+  std::size_t reserved = 0;  // output rows, placeholders included
+};
+
+// The sequence's positions [0, n) as prefill chunks of the given lengths, state
+// slot 0 of a one-slot ring of `shape.ring` entries (zeros at first).
+Result<ImplRun, CompressError> run_chunks(const CompressBackend& backend, const CompressShape& shape,
+                                          const Sequence& seq, std::span<const std::size_t> chunks);
+
+// A verify step: `draft` positions from `start` (the first `accepted` of them the
+// sequence's own, the rest whatever the draft holds), then the accepted prefix.
+struct VerifyStep {
+  std::vector<float> draft;  // [q, 2, D]
+  std::size_t accepted = 0;
+};
+// Prefill of the first `prefix` positions, then the verify steps through decode;
+// rows of accepted positions only.
+Result<ImplRun, CompressError> run_verify(const CompressBackend& backend, const CompressShape& shape,
+                                          const Sequence& seq, std::size_t prefix,
+                                          std::span<const VerifyStep> steps);
+
+// The model's positions of a sequence (scores as the gate).
+std::vector<model::Position> model_positions(const Sequence& seq);
+
+// The ring entries holding positions [first, last) of slot 0, as the impl left them.
+std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape, std::int64_t first,
+                                  std::int64_t last);
+
+}  // namespace aether::props

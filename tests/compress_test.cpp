@@ -1,0 +1,283 @@
+// Lab 26 of source 003 (A.1, A.1.1, A.2), verbatim, on the model and on every
+// compression backend, plus the refusals and the exp the backends share.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "impl/compress_math.hpp"
+#include "model/compress.hpp"
+#include "props/support/compress_gen.hpp"
+#include "props/support/property.hpp"
+
+namespace aether {
+namespace {
+
+using model::Gate;
+using model::Interval;
+using model::Position;
+using model::Rational;
+namespace ce = compress_error;
+
+// The lab's seven positions (D = 2). The text gives the first pair: values (0, 10)
+// and (8, 2) with weights (1, 3) and (3, 1). It prints the rows (6, 8), (8, 3),
+// (3, 5) and, for ring 6, the corrupted first row (42/5, 8). The other positions
+// are ours, chosen consistent with every printed line: (6, 1) and (10, 5) with
+// equal weights give (8, 3); (1, 5) weighted (1, 2) and (5, 5) weighted (1, 1) give
+// (3, 5); position 6, (9, 10) weighted (2, 3), replacing position 0 in pair (0, 1)
+// gives ((2*9 + 3*8) / 5, (3*10 + 1*2) / 4) = (42/5, 8).
+struct LabPosition {
+  int w0, w1, v0, v1;
+};
+constexpr LabPosition kLab[7] = {{1, 3, 0, 10}, {3, 1, 8, 2}, {1, 1, 6, 1}, {1, 1, 10, 5},
+                                 {1, 2, 1, 5},  {1, 1, 5, 5}, {2, 3, 9, 10}};
+
+std::vector<Position> lab_positions() {
+  std::vector<Position> out;
+  for (const auto& p : kLab) out.push_back(Position{{p.w0, p.w1}, {p.v0, p.v1}});
+  return out;
+}
+
+std::vector<Interval> point(Rational a, Rational b) { return {Interval{a, a}, Interval{b, b}}; }
+
+TEST(CompressModel, lab26_first_pair_and_the_three_rows) {
+  const auto in = lab_positions();
+  EXPECT_EQ(model::compress_group(std::span(in).first(2), Gate::Weight), point(6, 8));
+  EXPECT_EQ(model::whole_sequence_rows(in, 2, Gate::Weight),
+            (std::vector<std::vector<Interval>>{point(6, 8), point(8, 3), point(3, 5)}));
+}
+
+TEST(CompressModel, lab26_chunks_valid_reserved_rows_and_pending) {
+  const auto in = lab_positions();
+  model::Ring ring(7);
+  const std::pair<std::size_t, std::size_t> chunks[3] = {{0, 1}, {1, 4}, {4, 7}};
+  const std::pair<std::size_t, std::size_t> want[3] = {{0, 1}, {2, 2}, {1, 1}};  // (valid, reserved)
+  for (int c = 0; c < 3; ++c) {
+    const auto rows = model::prefill(ring, 2, std::span(in).subspan(chunks[c].first, chunks[c].second - chunks[c].first), Gate::Weight);
+    const auto valid = std::size_t(std::count_if(rows.begin(), rows.end(), [](const model::Row& r) { return r.row >= 0; }));
+    EXPECT_EQ(std::pair(valid, rows.size()), want[c]) << "chunk " << c;
+  }
+  EXPECT_EQ(model::pending(ring, 2), std::vector<Position>{in[6]});
+  // The placeholder of [0, 1): position 0, no row (store slot -1), zero.
+  model::Ring fresh(7);
+  const auto placeholder = model::prefill(fresh, 2, std::span(in).first(1), Gate::Weight);
+  EXPECT_EQ(placeholder, (std::vector<model::Row>{{point(0, 0), -1, 0}}));
+}
+
+TEST(CompressModel, lab26_six_position_decode_ring_7_keeps_ring_6_corrupts) {
+  const auto in = lab_positions();
+  for (std::size_t S : {7, 6}) {
+    model::Ring ring(S);
+    model::decode(ring, 2, std::span(in).first(1), Gate::Weight);  // position 0 is old
+    const auto rows = model::decode(ring, 2, std::span(in).subspan(1, 6), Gate::Weight);
+    ASSERT_EQ(rows.size(), 6u);  // one per query position
+    EXPECT_EQ(rows[0], (model::Row{S == 7 ? point(6, 8) : point(Rational(42, 5), 8), 0, 0})) << "ring " << S;
+    EXPECT_EQ(rows[2], (model::Row{point(8, 3), 1, 2}));
+    EXPECT_EQ(rows[4], (model::Row{point(3, 5), 2, 4}));
+    EXPECT_EQ(rows[1], (model::Row{point(0, 0), -1, 0}));  // completes nothing
+  }
+  EXPECT_TRUE(ring_capacity_ok(7, 2, 6));
+  EXPECT_FALSE(ring_capacity_ok(6, 2, 6));
+}
+
+TEST(CompressModel, lab26_all_64_chunk_partitions_agree) {
+  const auto in = lab_positions();
+  const auto whole = model::whole_sequence_rows(in, 2, Gate::Weight);
+  for (unsigned cuts = 0; cuts < 64; ++cuts) {  // bit i: a cut after position i
+    model::Ring ring(7);
+    std::vector<std::vector<Interval>> rows;
+    std::size_t first = 0;
+    for (std::size_t p = 0; p < 7; ++p)
+      if (p == 6 || cuts >> p & 1) {
+        for (const auto& row : model::prefill(ring, 2, std::span(in).subspan(first, p + 1 - first), Gate::Weight))
+          if (row.row >= 0) rows.push_back(row.z);
+        first = p + 1;
+      }
+    EXPECT_EQ(rows, whole) << "cuts " << cuts;
+    EXPECT_EQ(model::pending(ring, 2), std::vector<Position>{in[6]});
+  }
+}
+
+TEST(CompressModel, lab26_state_payload) {
+  EXPECT_EQ(state_payload_bytes(7, 512), 28672u);
+  EXPECT_EQ(state_payload_bytes(2 + (6 - 1), 512), 28672u);  // r + backtracking - 1
+}
+
+TEST(CompressModel, exp_enclosures_are_tight_and_correct) {
+  // e to 50 digits; the enclosure's width is far below 10^-27.
+  const Rational e("271828182845904523536028747135266249775724709369995/100000000000000000000000000000000000000000000000000");
+  const Rational tiny(1, model::Integer("1000000000000000000000000000"));
+  const Interval one = model::exp_enclosure(1);
+  EXPECT_LT(one.lo, one.hi);
+  EXPECT_LT(abs(one.lo - e), tiny);
+  EXPECT_LT(abs(one.hi - e), tiny);
+  EXPECT_EQ(model::exp_enclosure(0), (Interval{1, 1}));
+  const Interval a = model::exp_enclosure(Rational(-87, 2)), b = model::exp_enclosure(Rational(87, 2));
+  EXPECT_TRUE(a.lo * b.lo <= 1 && 1 <= a.hi * b.hi);  // e^-x e^x = 1
+  EXPECT_LT(a.hi - a.lo, a.lo * tiny);
+}
+
+// The backends' exp: within 4 ulp (2^-21 relative) of e^x, or 2^-147 absolute in
+// the subnormal range: the bound model::compress_group_fp32 assumes.
+TEST(CompressImpl, shared_exp_is_within_the_assumed_bound) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> x_of(-110.0f, 0.0f);
+  std::vector<float> xs{0.0f, -0.0f, -1e-30f, -1.0f, -87.0f, -103.9f, -104.0f, -104.1f};
+  for (int i = 0; i < 3000; ++i) xs.push_back(x_of(rng));
+  for (float x : xs) {
+    const Interval e = model::exp_enclosure(model::exact(x));
+    const Rational got = model::exact(impl::exp_nonpositive(x));
+    const Rational slack = e.hi / Rational(1 << 21) + Rational(1, model::Integer(1) << 147);
+    EXPECT_TRUE(e.lo - slack <= got && got <= e.hi + slack) << "x = " << x;
+  }
+}
+
+// ---- the backends ---------------------------------------------------------------
+
+class Compress : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "cuda" && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+    for (auto& b : props::impl_compress_backends())
+      if (b.name == GetParam()) backend = b;
+  }
+  props::CompressBackend backend;
+};
+
+// The lab's positions with scores ln(w): the exact rows are bf16 numbers, and the
+// backends' rows round to them.
+props::Sequence lab_sequence() {
+  props::Sequence s{2, {}};
+  for (const auto& p : kLab)
+    s.projected.insert(s.projected.end(), {std::log(float(p.w0)), std::log(float(p.w1)), float(p.v0), float(p.v1)});
+  return s;
+}
+
+std::uint16_t bf16(float x) { return std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16); }
+std::vector<std::uint16_t> bf16_row(float a, float b) { return {bf16(a), bf16(b)}; }
+
+TEST_P(Compress, lab26_rows_chunks_and_pending) {
+  const CompressShape shape{2, 2, 7, 1};
+  const std::vector<std::size_t> chunks{1, 3, 3};
+  const auto run = props::run_chunks(backend, shape, lab_sequence(), chunks);
+  ASSERT_TRUE(run.ok()) << run.error();
+  EXPECT_EQ(run.value().rows, (std::map<std::int32_t, std::vector<std::uint16_t>>{
+                                  {0, bf16_row(6, 8)}, {1, bf16_row(8, 3)}, {2, bf16_row(3, 5)}}));
+  EXPECT_EQ(run.value().reserved, 4u);  // 1 + 2 + 1
+  const auto pending = lab_sequence().positions(6, 1);
+  EXPECT_EQ(props::ring_positions(run.value(), shape, 6, 7), std::vector<float>(pending.begin(), pending.end()));
+}
+
+TEST_P(Compress, lab26_placeholder_of_an_empty_chunk_result) {
+  const CompressShape shape{2, 2, 7, 1};
+  const auto seq = lab_sequence();
+  std::vector<float> ring(28, 0.0f);
+  std::vector<std::uint16_t> rows(2, 0x5a5a);
+  std::vector<std::int32_t> index(1, 77), position(1, 77);
+  const CompressRequest q{0, 0, 1};
+  ASSERT_TRUE(backend.prefill(std::span(&q, 1), seq.positions(0, 1), ring, shape, rows, index, position).ok());
+  EXPECT_EQ(rows, (std::vector<std::uint16_t>{0, 0}));
+  EXPECT_EQ(index, std::vector<std::int32_t>{-1});
+  EXPECT_EQ(position, std::vector<std::int32_t>{0});
+}
+
+TEST_P(Compress, lab26_six_position_decode_ring_7_keeps_ring_6_is_refused) {
+  const auto seq = lab_sequence();
+  for (std::size_t S : {7, 6}) {
+    const CompressShape shape{2, 2, S, 1};
+    std::vector<float> ring(S * 4, 0.0f);
+    std::vector<std::uint16_t> rows(12, 0x5a5a);
+    std::vector<std::int32_t> index(6, 77), position(6, 77);
+    std::vector<std::uint16_t> one_row(2);
+    std::vector<std::int32_t> one_index(1), one_position(1);
+    const CompressRequest first{0, 0, 1}, step{0, 1, 6};
+    ASSERT_TRUE(backend.decode(std::span(&first, 1), seq.positions(0, 1), ring, shape, one_row, one_index, one_position).ok());
+    const std::vector<float> ring_before = ring;
+    const auto st = backend.decode(std::span(&step, 1), seq.positions(1, 6), ring, shape, rows, index, position);
+    if (S == 7) {
+      ASSERT_TRUE(st.ok()) << st.error();
+      EXPECT_EQ(index, (std::vector<std::int32_t>{0, -1, 1, -1, 2, -1}));
+      EXPECT_EQ(position, (std::vector<std::int32_t>{0, 0, 2, 0, 4, 0}));
+      const auto want = [&](float a, float b) { return bf16_row(a, b); };
+      EXPECT_EQ(std::vector<std::uint16_t>(rows.begin(), rows.begin() + 2), want(6, 8));
+      EXPECT_EQ(std::vector<std::uint16_t>(rows.begin() + 4, rows.begin() + 6), want(8, 3));
+      EXPECT_EQ(std::vector<std::uint16_t>(rows.begin() + 8, rows.begin() + 10), want(3, 5));
+      EXPECT_EQ(std::vector<std::uint16_t>(rows.begin() + 2, rows.begin() + 4), (std::vector<std::uint16_t>{0, 0}));
+    } else {
+      ASSERT_FALSE(st.ok());
+      EXPECT_EQ(st.error(), (CompressError{ce::RingTooSmall{6, 7}}));
+      EXPECT_EQ(ring, ring_before);
+      EXPECT_EQ(rows, std::vector<std::uint16_t>(12, 0x5a5a));
+      EXPECT_EQ(index, std::vector<std::int32_t>(6, 77));
+    }
+  }
+}
+
+TEST_P(Compress, lab26_all_64_partitions_give_the_same_bits) {
+  const CompressShape shape{2, 2, 7, 1};
+  const auto seq = lab_sequence();
+  const std::vector<std::size_t> whole{7};
+  const auto want = props::run_chunks(backend, shape, seq, whole);
+  ASSERT_TRUE(want.ok());
+  for (unsigned cuts = 0; cuts < 64; ++cuts) {
+    std::vector<std::size_t> chunks;
+    std::size_t first = 0;
+    for (std::size_t p = 0; p < 7; ++p)
+      if (p == 6 || cuts >> p & 1) {
+        chunks.push_back(p + 1 - first);
+        first = p + 1;
+      }
+    const auto got = props::run_chunks(backend, shape, seq, chunks);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got.value().rows, want.value().rows) << "cuts " << cuts;
+    EXPECT_EQ(props::ring_positions(got.value(), shape, 6, 7), props::ring_positions(want.value(), shape, 6, 7));
+  }
+}
+
+TEST_P(Compress, refusals_name_the_problem_and_write_nothing) {
+  const auto seq = lab_sequence();
+  const auto refused = [&](bool decode, std::vector<CompressRequest> requests, CompressShape shape,
+                           std::vector<float> projected, std::vector<float> ring, std::size_t out_rows,
+                           CompressError want) {
+    const std::vector<float> ring_before = ring;
+    std::vector<std::uint16_t> rows(out_rows * shape.dim, 0x5a5a);
+    std::vector<std::int32_t> index(out_rows, 77), position(out_rows, 77);
+    const auto st = (decode ? backend.decode : backend.prefill)(requests, projected, ring, shape, rows, index, position);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error(), want);
+    EXPECT_EQ(ring, ring_before);
+    EXPECT_EQ(rows, std::vector<std::uint16_t>(out_rows * shape.dim, 0x5a5a));
+    EXPECT_EQ(index, std::vector<std::int32_t>(out_rows, 77));
+  };
+  const auto two = seq.positions(0, 2);
+  const std::vector<float> in(two.begin(), two.end()), ring(2 * 7 * 4, 0.0f);
+  refused(false, {{0, 0, 2}}, {0, 2, 7, 2}, in, ring, 1, ce::BadShape{0, 2, 7});
+  refused(false, {{2, 0, 2}}, {2, 2, 7, 2}, in, ring, 1, ce::BadRequest{0});
+  refused(false, {{0, 0, 1}, {0, 5, 1}}, {2, 2, 7, 2}, in, ring, 2, ce::BadRequest{1});  // same slot twice
+  refused(false, {{0, -1, 2}}, {2, 2, 7, 2}, in, ring, 1, ce::BadRequest{0});
+  refused(false, {{0, 0, 2}}, {2, 2, 7, 2}, in, ring, 2, ce::ShapeMismatch{2, 4});
+  refused(false, {{0, 0, 3}}, {2, 2, 7, 2}, in, ring, 1, ce::ShapeMismatch{12, 8});
+  refused(false, {{0, 0, 2}}, {2, 2, 1, 2}, in, std::vector<float>(8), 1, ce::RingTooSmall{1, 2});
+  refused(true, {{0, 0, 2}}, {3, 2, 3, 2}, in, std::vector<float>(24), 2, ce::RingTooSmall{3, 4});
+  std::vector<float> nan_in = in;
+  nan_in[5] = NAN;
+  refused(false, {{0, 0, 2}}, {2, 2, 7, 2}, nan_in, ring, 1, ce::NonFiniteInput{0, 5});
+  std::vector<float> nan_ring = ring;
+  nan_ring[7 * 4 + 2 * 4 + 2] = INFINITY;  // slot 1, entry 2: old position 2, read by pair (2, 3)
+  refused(false, {{1, 3, 1}}, {2, 2, 7, 2}, std::vector<float>(in.begin(), in.begin() + 4), nan_ring, 1,
+          ce::NonFiniteInput{1, 7 * 4 + 2 * 4 + 2});
+  // An entry the step does not read may hold anything.
+  std::vector<float> stale_ring = ring;
+  stale_ring[7 * 4 + 5 * 4] = NAN;
+  std::vector<std::uint16_t> row(2);
+  std::vector<std::int32_t> index(1), position(1);
+  const CompressRequest q{1, 3, 1};
+  EXPECT_TRUE(backend.prefill(std::span(&q, 1), std::span(in).first(4), stale_ring, {2, 2, 7, 2}, row, index, position).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Compress, ::testing::Values("cpu", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace aether
