@@ -74,23 +74,39 @@ Rational max_of(const std::vector<Rational>& g) { return *std::max_element(g.beg
 std::size_t dim_of(std::span<const Position> group) { return group.empty() ? 0 : group.front().value.size(); }
 }  // namespace
 
-// e^x = (e^(x / 2^m))^(2^m), |x / 2^m| <= 1/2: Taylor to 24 terms, remainder
-// |y|^24 / 24! e^(1/2) < 2 |y|^24 / 24!, then m squarings, each rounded outward.
+// e^x = (e^(x / 2^m))^(2^m), |y| = |x / 2^m| <= 1/2: Taylor to N = 24 terms with
+// remainder |y|^N / N! e^(1/2) < 2 |y|^N / N!, then m squarings, each rounded
+// outward. With y = a / b the partial sum is one fraction,
+// Σ_k a^k b^(N-1-k) (N-1)! / k! over b^(N-1) (N-1)!: integers only until the end.
 Interval exp_enclosure(const Rational& x) {
+  constexpr int N = 24;
   int m = 0;
   Rational y = x;
   while (abs(y) > Rational(1, 2)) {
     y /= 2;
     ++m;
   }
-  Rational term = 1, sum = 0;
-  for (int k = 0; k < 24; ++k) {
-    sum += term;
-    term *= y;
-    term /= k + 1;
+  const Integer a = numerator(y), b = denominator(y);
+  Integer sum = 0, a_power = 1, factorial_ratio = 1;  // (N-1)! / k! for k = N - 1 downwards
+  std::vector<Integer> a_powers(N), b_powers(N);
+  for (int k = 0; k < N; ++k) {
+    a_powers[std::size_t(k)] = a_power;
+    a_power *= a;
   }
-  const Rational remainder = 2 * abs(term);  // term = y^24 / 24! now
-  Interval e{round_down(sum - remainder), round_up(sum + remainder)};
+  Integer b_power = 1;
+  for (int k = 0; k < N; ++k) {
+    b_powers[std::size_t(k)] = b_power;
+    b_power *= b;
+  }
+  for (int k = N - 1; k >= 0; --k) {
+    sum += a_powers[std::size_t(k)] * b_powers[std::size_t(N - 1 - k)] * factorial_ratio;
+    factorial_ratio *= k;
+  }
+  Integer n_factorial = 1;
+  for (int k = 2; k < N; ++k) n_factorial *= k;  // (N-1)!
+  const Rational partial(sum, b_powers[std::size_t(N - 1)] * n_factorial);
+  const Rational remainder = 2 * Rational(abs(a_power), b_power * n_factorial * N);  // |y|^N / N!, doubled
+  Interval e{round_down(partial - remainder), round_up(partial + remainder)};
   for (int i = 0; i < m; ++i) e = Interval{round_down(e.lo * e.lo), round_up(e.hi * e.hi)};
   return e;
 }
@@ -218,21 +234,18 @@ std::vector<std::vector<Interval>> whole_sequence_rows(std::span<const Position>
 }
 
 namespace {
-Position position_from(const float* row, std::size_t dim) {
+// A ring entry or a projected position; nothing for an entry holding NaN/inf (the
+// checks guarantee a step never reads one).
+std::optional<Position> position_from(const float* row, std::size_t dim) {
   Position p;
+  for (std::size_t c = 0; c < 2 * dim; ++c)
+    if (!std::isfinite(row[c])) return std::nullopt;
   for (std::size_t d = 0; d < dim; ++d) {
     p.gate.push_back(exact(row[d]));
     p.value.push_back(exact(row[dim + d]));
   }
+  p.stored.assign(row, row + 2 * dim);
   return p;
-}
-
-void position_to(const Position& p, float* row) {
-  const std::size_t dim = p.value.size();
-  for (std::size_t d = 0; d < dim; ++d) {
-    row[d] = float(static_cast<double>(p.gate[d]));
-    row[dim + d] = float(static_cast<double>(p.value[d]));
-  }
 }
 }  // namespace
 
@@ -288,14 +301,15 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
     for (std::size_t e = 0; e < S; ++e) state.entries[e] = position_from(slot + e * width, D);
     state.length = q.start;
     std::vector<Position> step;
-    for (std::int32_t t = 0; t < q.tokens; ++t) step.push_back(position_from(projected.data() + (offset + std::size_t(t)) * width, D));
+    for (std::int32_t t = 0; t < q.tokens; ++t) step.push_back(*position_from(projected.data() + (offset + std::size_t(t)) * width, D));
     offset += std::size_t(q.tokens);
     const auto rows_of = decode ? model::decode(state, r, step, gate) : prefill(state, r, step, gate);
     for (Row row : rows_of) {
       if (row.z.empty()) row.z.assign(D, Interval{0, 0});  // an empty chunk's placeholder
       out.rows.push_back(row);
     }
-    for (std::size_t e = 0; e < S; ++e) position_to(*state.entries[e], slot + e * width);
+    for (std::size_t e = 0; e < S; ++e)  // the bytes each entry now holds
+      if (state.entries[e]) std::copy(state.entries[e]->stored.begin(), state.entries[e]->stored.end(), slot + e * width);
   }
   return out;
 }

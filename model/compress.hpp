@@ -28,13 +28,16 @@ struct Interval {
 // evaluation can give (compress_group_fp32: what a backend's row must lie in).
 enum class Gate { Weight, Score, ScoreFp32 };
 
-// One position's projection: D gate values and D latent values, exact.
+// One position's projection: D gate values and D latent values, exact. `stored`:
+// the 2 D floats a ring entry holds for it, when it came from a float buffer (the
+// bytes a ring copy must reproduce, -0 included).
 struct Position {
   std::vector<Rational> gate, value;
+  std::vector<float> stored;
   friend bool operator==(const Position&, const Position&) = default;
 };
 
-// e^x, enclosed: lo <= e^x <= hi, both dyadic, relative width below 2^-100.
+// e^x, enclosed: lo <= e^x <= hi, both dyadic, relative width below 2^-80.
 Interval exp_enclosure(const Rational& x);
 
 // z_d = Σ_t g_t,d v_t,d / Σ_t g_t,d over the group's positions t, with g = the

@@ -31,6 +31,11 @@ step indexer_test "$build/tests/indexer_test"
 step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
 step paging_test "$build/tests/paging_test"
 step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
+step compress_test "$build/tests/compress_test"
+step compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
+sanitize memcheck memcheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
+sanitize racecheck racecheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
+RC_PARAMS=max_success=300 sanitize memcheck memcheck_compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
 sanitize memcheck memcheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda'
 RC_PARAMS=max_success=300 sanitize memcheck memcheck_indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
 sanitize memcheck memcheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
@@ -50,5 +55,7 @@ step indexer_scores_torch python3 bench/indexer_scores_torch.py
 cat "$out/indexer_scores_torch.log"
 step paging_bench_cuda "$build/bench/paging_bench_cuda"
 cat "$out/paging_bench_cuda.log"
+step compress_bench_cuda "$build/bench/compress_bench_cuda"
+cat "$out/compress_bench_cuda.log"
 echo "gpu.sh: $([ $status -eq 0 ] && echo all passed || echo FAILURES, see logs in $out)"
 exit $status

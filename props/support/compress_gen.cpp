@@ -1,7 +1,10 @@
 #include "props/support/compress_gen.hpp"
 
 #include <bit>
+#include <algorithm>
 #include <cmath>
+#include <ostream>
+#include <random>
 
 namespace aether::props {
 
@@ -42,9 +45,14 @@ rc::Gen<Sequence> gen_float_sequence(std::size_t n, std::size_t dim) {
 rc::Gen<std::vector<std::size_t>> gen_partition(std::size_t n) {
   return gen::exec([n] {
     std::vector<std::size_t> chunks;
-    std::size_t left = n;
+    std::size_t left = n, empty = 0;
     while (left > 0) {
-      const std::size_t len = *gen::inRange<std::size_t>(0, left + 1);
+      if (empty < 3 && *gen::inRange(0, 8) == 0) {  // an empty chunk: a placeholder row
+        chunks.push_back(0);
+        ++empty;
+        continue;
+      }
+      const std::size_t len = *gen::inRange<std::size_t>(1, left + 1);
       chunks.push_back(len);
       left -= len;
     }
@@ -124,6 +132,67 @@ std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape
     out.insert(out.end(), run.ring.begin() + std::ptrdiff_t(at), run.ring.begin() + std::ptrdiff_t(at + width));
   }
   return out;
+}
+
+void showValue(const BatchCall& c, std::ostream& os) {
+  os << (c.decode ? "decode" : "prefill") << " r=" << c.shape.ratio << " D=" << c.shape.dim << " S=" << c.shape.ring
+     << " slots=" << c.shape.state_slots << " rows=" << c.rows << " requests:";
+  for (const auto& q : c.requests) os << " {slot " << q.state_slot << ", start " << q.start << ", tokens " << q.tokens << "}";
+  os << "\nprojected:";
+  for (float x : c.projected) os << ' ' << x;
+  os << "\nring:";
+  for (float x : c.ring) os << ' ' << x;
+  os << '\n';
+}
+
+rc::Gen<BatchCall> gen_batch_call(bool grid) {
+  return gen::exec([grid] {
+    BatchCall c;
+    c.decode = *gen::arbitrary<bool>();
+    c.shape.ratio = grid ? *gen::element<std::int64_t>(1, 2, 4) : *gen::inRange<std::int64_t>(1, 4);
+    c.shape.dim = *gen::inRange<std::size_t>(1, 3);
+    c.shape.state_slots = *gen::inRange<std::size_t>(1, 4);
+    const std::int64_t qmax = *gen::inRange<std::int64_t>(1, 7);
+    const std::int64_t needed = c.decode ? c.shape.ratio + qmax - 1 : c.shape.ratio;
+    c.shape.ring = std::size_t(std::max<std::int64_t>(1, needed + *gen::weightedElement<std::int64_t>({{1, -1}, {8, 0}, {4, 1}, {2, 3}})));
+    std::vector<std::int32_t> slots(c.shape.state_slots);
+    for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = std::int32_t(i);
+    std::mt19937 shuffle_rng(*gen::arbitrary<std::uint32_t>());
+    std::shuffle(slots.begin(), slots.end(), shuffle_rng);
+    // Mostly every slot busy and steps of 1..qmax tokens: most calls complete rows.
+    const std::size_t n = *gen::weightedOneOf<std::size_t>(
+        {{1, gen::just<std::size_t>(0)}, {9, gen::inRange<std::size_t>(1, c.shape.state_slots + 1)}});
+    std::size_t tokens = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto count = *gen::weightedOneOf<std::int64_t>(
+          {{1, gen::just<std::int64_t>(0)}, {9, gen::inRange<std::int64_t>(1, qmax + 1)}});
+      CompressRequest q{slots[i], *gen::inRange<std::int64_t>(0, 14), std::int32_t(count)};
+      switch (*gen::inRange(0, 40)) {  // now and then a malformed request
+        case 0: q.state_slot = std::int32_t(c.shape.state_slots); break;
+        case 1: q.state_slot = slots[0]; break;
+        case 2: q.start = -1; break;
+        default: break;
+      }
+      c.requests.push_back(q);
+      tokens += std::size_t(std::max(q.tokens, 0));
+    }
+    // One sequence for the new positions and the ring, so the grid's scores agree.
+    const std::size_t entries = c.shape.state_slots * c.shape.ring;
+    const Sequence all = *(grid ? gen_grid_sequence(tokens + entries, c.shape.dim)
+                                : gen_float_sequence(tokens + entries, c.shape.dim));
+    const auto split = all.projected.begin() + std::ptrdiff_t(tokens * 2 * c.shape.dim);
+    c.projected.assign(all.projected.begin(), split);
+    c.ring.assign(split, all.projected.end());
+    if (*gen::inRange(0, 30) == 0 && !c.projected.empty())
+      c.projected[*gen::inRange<std::size_t>(0, c.projected.size())] = *gen::element(NAN, INFINITY, -INFINITY);
+    if (*gen::inRange(0, 10) == 0) c.ring[*gen::inRange<std::size_t>(0, c.ring.size())] = *gen::element(NAN, INFINITY);
+    for (const auto& q : c.requests)
+      if (q.start >= 0 && q.tokens >= 0)
+        c.rows += c.decode ? std::size_t(q.tokens)
+                           : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / c.shape.ratio - q.start / c.shape.ratio));
+    if (*gen::inRange(0, 30) == 0) c.rows += 1;
+    return c;
+  });
 }
 
 }  // namespace aether::props

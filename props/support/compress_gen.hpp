@@ -66,4 +66,18 @@ std::vector<model::Position> model_positions(const Sequence& seq);
 std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape, std::int64_t first,
                                   std::int64_t last);
 
+// A random batch call (prefill or decode) on a random ring: a few requests (now and
+// then a duplicate or out-of-range slot, a negative start), NaN now and then in
+// the inputs or the ring, now and then a wrong output length or an undersized ring.
+struct BatchCall {
+  CompressShape shape;
+  bool decode = false;
+  std::vector<CompressRequest> requests;
+  std::vector<float> projected, ring;
+  std::size_t rows = 0;  // output rows the caller provides (usually the right count)
+};
+void showValue(const BatchCall& call, std::ostream& os);
+// `grid`: equal scores per channel and small integer latents (L1), r in {1, 2, 4}.
+rc::Gen<BatchCall> gen_batch_call(bool grid);
+
 }  // namespace aether::props
