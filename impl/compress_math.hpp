@@ -16,12 +16,26 @@
 
 namespace aether::impl {
 
+// y 2^k for k in [-150, 0] with one rounding, as ldexpf: 2^k is a float down to
+// 2^-149 (y 2^k then rounds once); 2^-150 goes in two exact-then-rounding steps.
+AETHER_HD inline float scale_by_power_of_two(float y, int k) {
+  const auto power = [](int e) {  // 2^e, e in [-149, 0]
+    const std::uint32_t bits = e >= -126 ? std::uint32_t(127 + e) << 23 : std::uint32_t(1) << (149 + e);
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  return k >= -149 ? y * power(k) : (y * power(-75)) * power(k + 75);
+}
+
 // e^x for x <= 0: x = k ln2 + f (Cody-Waite, ln2 split in two), e^f by the cephes
 // expf polynomial in fma form, times 2^k. Below -104, e^x < 2^-150 rounds to 0.
-// tests/compress_test.cpp measures its error against the exact model.
+// Only fma, +, *, and exact bit steps: the same bits on every IEEE machine.
+// tests/compress_test.cpp checks it against the exact model's enclosure.
 AETHER_HD inline float exp_nonpositive(float x) {
   if (x < -104.0f) return 0.0f;
-  const float k = rintf(x * 1.44269504088896341f);
+  constexpr float kRound = 12582912.0f;  // 1.5 2^23: v + kRound - kRound = rint(v), |v| < 2^22
+  const float k = (x * 1.44269504088896341f + kRound) - kRound;
   float f = fmaf(k, -0.693359375f, x);
   f = fmaf(k, 2.12194440e-4f, f);
   float p = 1.9875691500e-4f;
@@ -31,7 +45,7 @@ AETHER_HD inline float exp_nonpositive(float x) {
   p = fmaf(p, f, 1.6666665459e-1f);
   p = fmaf(p, f, 5.0000001201e-1f);
   const float y = fmaf(p, f * f, f) + 1.0f;
-  return ldexpf(y, int(k));
+  return scale_by_power_of_two(y, int(k));
 }
 
 // z = Σ_t e_t v_t / Σ_t e_t, e_t = exp(s_t - m), m = max_t s_t, t ascending;

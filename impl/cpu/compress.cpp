@@ -7,6 +7,7 @@
 
 #include "impl/compress_math.hpp"
 #include "impl/compress_plan.hpp"
+#include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/parallel.hpp"
 
 namespace aether::cpu {
@@ -42,8 +43,25 @@ std::optional<CompressError> non_finite(const Call& c) {
   return std::nullopt;
 }
 
-// One output row: a completed group read through `entry(p)` (score row, latent row
-// at +D), or zeros with row -1 and position 0.
+// The channels of one completed group: g[t] is position t's entry (score row, latent
+// row at +D). Compiled twice: with AVX2 + FMA (fmaf one instruction) and portable
+// (fmaf from libm); fmaf is exact either way, so both give the same bits.
+[[gnu::always_inline]] inline void compress_channels(const float* const* g, int r, std::size_t D,
+                                                      std::uint16_t* row) {
+  for (std::size_t d = 0; d < D; ++d)
+    row[d] = impl::bf16_nearest(impl::gated_mean([&](int t) { return g[t][d]; },
+                                                 [&](int t) { return g[t][D + d]; }, r));
+}
+__attribute__((target("avx2,fma"))) void compress_channels_avx2(const float* const* g, int r, std::size_t D,
+                                                                std::uint16_t* row) {
+  compress_channels(g, r, D, row);
+}
+void compress_channels_portable(const float* const* g, int r, std::size_t D, std::uint16_t* row) {
+  compress_channels(g, r, D, row);
+}
+
+// One output row: a completed group read through `entry(p)`, or zeros with row -1
+// and position 0.
 template <class Entry>
 void write_row(const Call& c, std::size_t out, std::int64_t j, Entry entry) {
   const std::size_t D = c.shape.dim;
@@ -55,11 +73,11 @@ void write_row(const Call& c, std::size_t out, std::int64_t j, Entry entry) {
     c.positions[out] = 0;
     return;
   }
-  std::vector<const float*> g;  // the group's entries, position order
-  for (std::int64_t t = 0; t < r; ++t) g.push_back(entry(j * r + t));
-  for (std::size_t d = 0; d < D; ++d)
-    row[d] = impl::bf16_nearest(impl::gated_mean([&](int t) { return g[t][d]; },
-                                                 [&](int t) { return g[t][D + d]; }, int(r)));
+  const float* few[16];
+  std::vector<const float*> many(r > 16 ? std::size_t(r) : 0);
+  const float** g = r > 16 ? many.data() : few;
+  for (std::int64_t t = 0; t < r; ++t) g[t] = entry(j * r + t);
+  (use_avx2() ? compress_channels_avx2 : compress_channels_portable)(g, int(r), D, row);
   c.row_index[out] = std::int32_t(j);
   c.positions[out] = std::int32_t(j * r);
 }
@@ -82,7 +100,9 @@ Status<CompressError> run(const Call& c, Step step) {
   const auto& plan = std::get<impl::CompressPlan>(planned);
   const std::size_t width = 2 * c.shape.dim;
   const std::int64_t r = c.shape.ratio, S = std::int64_t(c.shape.ring);
-  for_each_row(c.requests.size(), width * 8, [&](std::size_t i) {
+  std::size_t most = 1;  // the largest request's positions: the work per "row" of for_each_row
+  for (const CompressRequest& q : c.requests) most = std::max(most, std::size_t(q.tokens));
+  for_each_row(c.requests.size(), most * width * 16, [&](std::size_t i) {
     const CompressRequest& q = c.requests[i];
     const float* chunk = c.projected.data() + plan.token_offset[i] * width;
     const std::int64_t s = q.start, e = q.start + q.tokens;
