@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<std::int64_t> length(shape.state_slots, 0);
   const auto backend = props::cpu_compress_backend();
 
-  for (int op = 0; op < 12 && p.remaining_bytes() > 0; ++op) {
+  for (int op = 0; op < 8 && p.remaining_bytes() > 0; ++op) {
     const int kind = p.ConsumeIntegralInRange(0, 2);  // prefill, decode, verify
     const bool decode = kind != 0;
     std::vector<CompressRequest> requests;

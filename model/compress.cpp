@@ -48,30 +48,58 @@ Interval weighted_mean_range(const std::vector<Interval>& w, const std::vector<R
   return *range;
 }
 
+// A group: its positions, in position order (pointers: groups read ring entries
+// and chunk positions in place).
+using Group = std::vector<const Position*>;
+
 // The group's channel d: scores/weights and latents.
-std::pair<std::vector<Rational>, std::vector<Rational>> channel(std::span<const Position> group,
-                                                                std::size_t d) {
+std::pair<std::vector<Rational>, std::vector<Rational>> channel(const Group& group, std::size_t d) {
   std::vector<Rational> g, v;
-  for (const Position& p : group) {
-    g.push_back(p.gate[d]);
-    v.push_back(p.value[d]);
+  for (const Position* p : group) {
+    g.push_back(p->gate[d]);
+    v.push_back(p->value[d]);
   }
   return {g, v};
 }
 
-Rational mean(const std::vector<Rational>& v) {
-  Rational sum = 0;
-  for (const Rational& x : v) sum += x;
-  return sum / Rational(Integer(v.size()));
-}
-
-bool all_equal(const std::vector<Rational>& g) {
-  return std::all_of(g.begin(), g.end(), [&](const Rational& x) { return x == g.front(); });
-}
-
 Rational max_of(const std::vector<Rational>& g) { return *std::max_element(g.begin(), g.end()); }
 
-std::size_t dim_of(std::span<const Position> group) { return group.empty() ? 0 : group.front().value.size(); }
+std::size_t dim_of(const Group& group) { return group.empty() ? 0 : group.front()->value.size(); }
+
+Group group_of(std::span<const Position> positions) {
+  Group g;
+  for (const Position& p : positions) g.push_back(&p);
+  return g;
+}
+
+std::vector<Interval> compress_fp32(const Group& group);
+
+// z_d = Σ_t g_t v_t / Σ_t g_t
+std::vector<Interval> compress(const Group& group, Gate gate) {
+  if (gate == Gate::ScoreFp32) return compress_fp32(group);
+  std::vector<Interval> z;
+  for (std::size_t d = 0; d < dim_of(group); ++d) {
+    const bool equal = std::all_of(group.begin(), group.end(),
+                                   [&](const Position* p) { return p->gate[d] == group.front()->gate[d]; });
+    if (gate == Gate::Weight || equal) {  // exact; equal scores are equal weights
+      Rational num = 0, den = 0;
+      const Rational one = 1;
+      for (const Position* p : group) {
+        const Rational& w = gate == Gate::Weight ? p->gate[d] : one;
+        num += w * p->value[d];
+        den += w;
+      }
+      z.push_back({num / den, num / den});
+      continue;
+    }
+    const auto [g, v] = channel(group, d);
+    const Rational m = max_of(g);  // e^(s - m): the common factor e^-m cancels
+    std::vector<Interval> w;
+    for (const Rational& s : g) w.push_back(exp_enclosure(s - m));
+    z.push_back(weighted_mean_range(w, v));
+  }
+  return z;
+}
 }  // namespace
 
 // e^x = (e^(x / 2^m))^(2^m), |y| = |x / 2^m| <= 1/2: Taylor to N = 24 terms with
@@ -111,36 +139,18 @@ Interval exp_enclosure(const Rational& x) {
   return e;
 }
 
-// z_d = Σ_t g_t v_t / Σ_t g_t
 std::vector<Interval> compress_group(std::span<const Position> group, Gate gate) {
-  if (gate == Gate::ScoreFp32) return compress_group_fp32(group);
-  std::vector<Interval> z;
-  for (std::size_t d = 0; d < dim_of(group); ++d) {
-    const auto [g, v] = channel(group, d);
-    if (gate == Gate::Score && all_equal(g)) {  // equal weights: the plain mean
-      z.push_back({mean(v), mean(v)});
-      continue;
-    }
-    if (gate == Gate::Weight) {
-      Rational num = 0, den = 0;
-      for (std::size_t t = 0; t < g.size(); ++t) {
-        num += g[t] * v[t];
-        den += g[t];
-      }
-      z.push_back({num / den, num / den});
-      continue;
-    }
-    const Rational m = max_of(g);  // e^(s - m): the common factor e^-m cancels
-    std::vector<Interval> w;
-    for (const Rational& s : g) w.push_back(exp_enclosure(s - m));
-    z.push_back(weighted_mean_range(w, v));
-  }
-  return z;
+  return compress(group_of(group), gate);
 }
 
 // e_t in e^(s_t - m) [(1 - 2^-21)(1 - 2u|x_t|), (1 + 2^-21)(1 + 2u|x_t|)] ± 2^-147;
 // z in range(e, v) ± γ_{4r+4} max_t |v_t|
 std::vector<Interval> compress_group_fp32(std::span<const Position> group) {
+  return compress_fp32(group_of(group));
+}
+
+namespace {
+std::vector<Interval> compress_fp32(const Group& group) {
   const Rational u(1, pow2(24)), exp_error(1, pow2(21)), underflow(1, pow2(147));
   const Rational nu = Rational(Integer(4 * group.size() + 4)) * u, gamma = nu / (1 - nu);
   std::vector<Interval> z;
@@ -162,15 +172,14 @@ std::vector<Interval> compress_group_fp32(std::span<const Position> group) {
   return z;
 }
 
-namespace {
 Row zero_row(std::size_t dim) { return Row{std::vector<Interval>(dim, Interval{0, 0}), -1, 0}; }
 
 const Position& entry(const Ring& ring, std::int64_t p) {
   return ring.entries[std::size_t(p % std::int64_t(ring.entries.size()))].value();
 }
 
-Row completed_row(std::vector<Position> group, std::int64_t j, std::int64_t ratio, Gate gate) {
-  return Row{compress_group(group, gate), std::int32_t(j), std::int32_t(j * ratio)};
+Row completed_row(const Group& group, std::int64_t j, std::int64_t ratio, Gate gate) {
+  return Row{compress(group, gate), std::int32_t(j), std::int32_t(j * ratio)};
 }
 }  // namespace
 
@@ -182,8 +191,8 @@ std::vector<Row> prefill(Ring& ring, std::int64_t ratio, std::span<const Positio
   };
   std::vector<Row> rows;
   for (std::int64_t j = s / ratio; j < e / ratio; ++j) {
-    std::vector<Position> group;
-    for (std::int64_t p = j * ratio; p < (j + 1) * ratio; ++p) group.push_back(input(p));
+    Group group;
+    for (std::int64_t p = j * ratio; p < (j + 1) * ratio; ++p) group.push_back(&input(p));
     rows.push_back(completed_row(group, j, ratio, gate));
   }
   if (rows.empty()) rows.push_back(zero_row(chunk.empty() ? 0 : chunk.front().value.size()));
@@ -202,8 +211,8 @@ std::vector<Row> decode(Ring& ring, std::int64_t ratio, std::span<const Position
       rows.push_back(zero_row(step[i].value.size()));
       continue;
     }
-    std::vector<Position> group;
-    for (std::int64_t q = p - ratio + 1; q <= p; ++q) group.push_back(entry(ring, q));
+    Group group;
+    for (std::int64_t q = p - ratio + 1; q <= p; ++q) group.push_back(&entry(ring, q));
     rows.push_back(completed_row(group, p / ratio, ratio, gate));
   }
   ring.length = s + std::int64_t(step.size());
@@ -296,9 +305,13 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
   BatchResult out{{}, std::vector<float>(ring.begin(), ring.end())};
   std::size_t offset = 0;
   for (const CompressRequest& q : requests) {
+    // The ring as the step can see it: the old inputs of its first group (the only
+    // entries it reads that it does not write first).
     Ring state(S);
     float* slot = out.ring.data() + std::size_t(q.state_slot) * S * width;
-    for (std::size_t e = 0; e < S; ++e) state.entries[e] = position_from(slot + e * width, D);
+    if ((q.start + q.tokens) / r != q.start / r)
+      for (std::int64_t p = q.start / r * r; p < q.start; ++p)
+        state.entries[std::size_t(p) % S] = position_from(slot + std::size_t(p) % S * width, D);
     state.length = q.start;
     std::vector<Position> step;
     for (std::int32_t t = 0; t < q.tokens; ++t) step.push_back(*position_from(projected.data() + (offset + std::size_t(t)) * width, D));
