@@ -1,7 +1,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "impl/compress_math.hpp"
@@ -16,110 +15,114 @@ using impl::Step;
 
 constexpr unsigned long long kNoError = kNoRefusal;
 
-// A group input's source as one number: a float offset into projected (>= 0) or
-// -(1 + offset) into the ring.
-__host__ __device__ inline const float* source(std::int64_t code, const float* projected, const float* ring) {
-  return code >= 0 ? projected + code : ring + (-1 - code);
+// One request as the kernels see it; rows and tokens of request i start at its
+// offsets (the host's plan), so a block finds its request by binary search.
+struct RequestMeta {
+  std::int64_t start, token_offset, row_offset;
+  std::int32_t slot, tokens;
+};
+
+struct Geometry {
+  std::int64_t ratio, ring;  // r, S
+  unsigned dim, width;       // D, 2 D
+};
+
+// The last request whose `offset` is <= x (requests with nothing at x come first).
+template <class Offset>
+__device__ std::size_t find_request(const RequestMeta* requests, std::size_t n, std::size_t x, Offset offset) {
+  std::size_t lo = 0, hi = n;  // invariant: answer in [lo, hi)
+  while (hi - lo > 1) {
+    const std::size_t mid = (lo + hi) / 2;
+    if (std::size_t(offset(requests[mid])) <= x) lo = mid;
+    else hi = mid;
+  }
+  return lo;
 }
 
-struct RowTask {
-  std::int32_t row, position;  // row -1: zeros (placeholder, or nothing completes)
-  std::int64_t first_source;   // index of its r sources in the source list
-};
-struct Copy {
-  std::int64_t from, to;  // float offsets: projected -> ring, 2 D floats
-};
+__device__ inline const float* ring_entry(const float* ring, const RequestMeta& q, std::int64_t p, const Geometry& g) {
+  return ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+}
 
-// The host-built description of one call, packed into the scratch buffer.
-struct Meta {
-  std::vector<RowTask> tasks;
-  std::vector<std::int64_t> sources;  // r per completed row
-  std::vector<Copy> copies;
-  std::vector<std::int64_t> checks;   // ring float offsets of old entries read
-};
-
-__global__ void validate(const float* projected, std::size_t n, const float* ring, const std::int64_t* checks,
-                         std::size_t check_count, std::size_t width, unsigned long long* error) {
+// The model's refusal order: the first non-finite projected value (lowest index),
+// else the lowest non-finite old ring entry a request reads (top bit set).
+__global__ void validate(const float* projected, std::size_t n, const float* ring, const RequestMeta* requests,
+                         std::size_t request_count, Geometry g, unsigned long long* error) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (std::size_t i = first; i < n; i += stride)
     if (!isfinite(projected[i])) atomicMin(error, i);
-  for (std::size_t i = first; i < check_count * width; i += stride) {
-    const std::size_t at = std::size_t(checks[i / width]) + i % width;
+  const std::size_t per_request = std::size_t(g.ratio - 1) * g.width;  // at most r - 1 old inputs
+  for (std::size_t i = first; i < request_count * per_request; i += stride) {
+    const RequestMeta q = requests[i / per_request];
+    const std::int64_t k = std::int64_t(i % per_request / g.width), c = std::int64_t(i % g.width);
+    const std::int64_t p = q.start / g.ratio * g.ratio + k;  // old positions [r floor(s/r), s)
+    const bool completes = (q.start + q.tokens) / g.ratio != q.start / g.ratio;
+    if (!completes || p >= q.start) continue;
+    const std::size_t at = std::size_t(ring_entry(ring, q, p, g) - ring) + std::size_t(c);
     if (!isfinite(ring[at])) atomicMin(error, (1ull << 63) | at);
   }
 }
 
 // Block x: output row x, threads over channels.
-__global__ void rows_kernel(const RowTask* tasks, const std::int64_t* sources, const float* projected,
-                            const float* ring, unsigned dim, int ratio, std::uint16_t* rows,
-                            std::int32_t* row_index, std::int32_t* positions) {
-  const RowTask task = tasks[blockIdx.x];
-  if (threadIdx.x == 0) {
-    row_index[blockIdx.x] = task.row;
-    positions[blockIdx.x] = task.position;
-  }
-  const std::int64_t* group = sources + task.first_source;
-  for (unsigned d = threadIdx.x; d < dim; d += blockDim.x) {
-    std::uint16_t out = 0;
-    if (task.row >= 0) {
-      const float z = impl::gated_mean([&](int t) { return source(group[t], projected, ring)[d]; },
-                                       [&](int t) { return source(group[t], projected, ring)[dim + d]; }, ratio);
-      out = impl::bf16_nearest(z);
-    }
-    rows[std::size_t(blockIdx.x) * dim + d] = out;
-  }
-}
-
-// Block x: copy x, 2 D floats, 16 bytes at a time when aligned.
-__global__ void copy_kernel(const Copy* copies, const float* projected, float* ring, unsigned width, bool vector) {
-  const Copy c = copies[blockIdx.x];
-  if (vector) {
-    const float4* from = reinterpret_cast<const float4*>(projected + c.from);
-    float4* to = reinterpret_cast<float4*>(ring + c.to);
-    for (unsigned i = threadIdx.x; i < width / 4; i += blockDim.x) to[i] = from[i];
+template <bool kDecode>
+__global__ void rows_kernel(const RequestMeta* requests, std::size_t request_count, const float* projected,
+                            const float* ring, Geometry g, std::uint16_t* rows, std::int32_t* row_index,
+                            std::int32_t* positions) {
+  __shared__ std::size_t request;
+  const std::size_t row = blockIdx.x;
+  if (threadIdx.x == 0)
+    request = find_request(requests, request_count, row, [](const RequestMeta& q) { return q.row_offset; });
+  __syncthreads();
+  const RequestMeta q = requests[request];
+  const std::int64_t r = g.ratio, s = q.start, local = std::int64_t(row) - q.row_offset;
+  std::int64_t j;  // the completed row, or -1
+  if (kDecode) {
+    const std::int64_t p = s + local;
+    j = p % r == r - 1 ? p / r : -1;
   } else {
-    for (unsigned i = threadIdx.x; i < width; i += blockDim.x) ring[c.to + i] = projected[c.from + i];
+    j = (s + q.tokens) / r == s / r ? -1 : s / r + local;
+  }
+  if (threadIdx.x == 0) {
+    row_index[row] = std::int32_t(j);
+    positions[row] = j < 0 ? 0 : std::int32_t(j * r);
+  }
+  // prefill reads old inputs from the ring, new ones from projected; decode reads
+  // the ring, which already holds the step's positions
+  const auto input = [&](int t) {
+    const std::int64_t p = j * r + t;
+    return kDecode || p < s ? ring_entry(ring, q, p, g)
+                            : projected + std::size_t(q.token_offset + p - s) * g.width;
+  };
+  for (unsigned d = threadIdx.x; d < g.dim; d += blockDim.x) {
+    std::uint16_t out = 0;
+    if (j >= 0)
+      out = impl::bf16_nearest(impl::gated_mean([&](int t) { return input(t)[d]; },
+                                                [&](int t) { return input(t)[g.dim + d]; }, int(r)));
+    rows[row * g.dim + d] = out;
   }
 }
 
-Meta describe(std::span<const CompressRequest> requests, const CompressShape& shape, Step step,
-              const impl::CompressPlan& plan) {
-  Meta m;
-  const std::int64_t r = shape.ratio, S = std::int64_t(shape.ring), width = 2 * std::int64_t(shape.dim);
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const CompressRequest& q = requests[i];
-    const std::int64_t s = q.start, e = q.start + q.tokens;
-    const auto ring_code = [&](std::int64_t p) { return -1 - (std::int64_t(q.state_slot) * S + p % S) * width; };
-    const auto input = [&](std::int64_t p) { return (std::int64_t(plan.token_offset[i]) + p - s) * width; };
-    const auto add_row = [&](std::int64_t j, auto&& code_of) {
-      if (j < 0) {
-        m.tasks.push_back({-1, 0, 0});
-        return;
-      }
-      m.tasks.push_back({std::int32_t(j), std::int32_t(j * r), std::int64_t(m.sources.size())});
-      for (std::int64_t p = j * r; p < (j + 1) * r; ++p) m.sources.push_back(code_of(p));
-    };
-    const auto [old_lo, old_hi] = impl::old_positions_read(q, r);
-    for (std::int64_t p = old_lo; p < old_hi; ++p) m.checks.push_back(-1 - ring_code(p));
-    if (step == Step::Prefill) {
-      const auto code_of = [&](std::int64_t p) { return p < s ? ring_code(p) : input(p); };
-      for (std::int64_t j = s / r; j < e / r; ++j) add_row(j, code_of);
-      if (e / r == s / r) add_row(-1, code_of);
-      for (std::int64_t p = std::max(s, e - S); p < e; ++p) m.copies.push_back({input(p), -1 - ring_code(p)});
-    } else {
-      for (std::int64_t p = s; p < e; ++p) m.copies.push_back({input(p), -1 - ring_code(p)});
-      for (std::int64_t p = s; p < e; ++p) add_row(p % r == r - 1 ? p / r : -1, ring_code);
-    }
+// Block x: token x of the batch; prefill keeps a chunk's last S positions, decode
+// writes every position. 16 bytes at a time when aligned.
+template <bool kDecode>
+__global__ void copy_kernel(const RequestMeta* requests, std::size_t request_count, const float* projected,
+                            float* ring, Geometry g, bool vector) {
+  __shared__ std::size_t request;
+  const std::size_t token = blockIdx.x;
+  if (threadIdx.x == 0)
+    request = find_request(requests, request_count, token, [](const RequestMeta& q) { return q.token_offset; });
+  __syncthreads();
+  const RequestMeta q = requests[request];
+  const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);
+  if (!kDecode && p < q.start + q.tokens - g.ring) return;
+  const float* from = projected + token * g.width;
+  float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+  if (vector) {
+    for (unsigned i = threadIdx.x; i < g.width / 4; i += blockDim.x)
+      reinterpret_cast<float4*>(to)[i] = reinterpret_cast<const float4*>(from)[i];
+  } else {
+    for (unsigned i = threadIdx.x; i < g.width; i += blockDim.x) to[i] = from[i];
   }
-  return m;
-}
-
-template <class T>
-void append(std::vector<unsigned char>& bytes, const std::vector<T>& v, std::size_t& offset) {
-  offset = (bytes.size() + 15) / 16 * 16;
-  bytes.resize(offset + v.size() * sizeof(T));
-  if (!v.empty()) std::memcpy(bytes.data() + offset, v.data(), v.size() * sizeof(T));
 }
 
 Status<CompressError> run(std::span<const CompressRequest> requests, std::span<const float> projected,
@@ -129,54 +132,49 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
   const auto planned = impl::plan_call(requests, shape, step, projected.size(), ring.size(), rows.size(),
                                        row_index.size(), positions.size());
   if (auto* e = std::get_if<CompressError>(&planned)) return *e;
-  const Meta m = describe(requests, shape, step, std::get<impl::CompressPlan>(planned));
-  std::vector<unsigned char> bytes;
-  std::size_t at_tasks, at_sources, at_copies, at_checks;
-  append(bytes, m.tasks, at_tasks);
-  append(bytes, m.sources, at_sources);
-  append(bytes, m.copies, at_copies);
-  append(bytes, m.checks, at_checks);
-  void* meta = nullptr;
-  if (int e = upload_scratch(bytes.data(), bytes.size(), stream, &meta)) return ce::DeviceFailure{e};
-  const auto* base = static_cast<const unsigned char*>(meta);
-  const std::size_t width = 2 * shape.dim;
+  const auto& plan = std::get<impl::CompressPlan>(planned);
+  std::vector<RequestMeta> meta;
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    meta.push_back({requests[i].start, std::int64_t(plan.token_offset[i]), std::int64_t(plan.row_offset[i]),
+                    requests[i].state_slot, requests[i].tokens});
+  void* device_meta = nullptr;
+  if (int e = upload_scratch(meta.data(), meta.size() * sizeof(RequestMeta), stream, &device_meta))
+    return ce::DeviceFailure{e};
+  const auto* d_meta = static_cast<const RequestMeta*>(device_meta);
+  const Geometry g{shape.ratio, std::int64_t(shape.ring), unsigned(shape.dim), unsigned(2 * shape.dim)};
 
   Verdict v;
   if (int e = begin_verdict(v, stream)) return ce::DeviceFailure{e};
-  const std::size_t work = std::max(projected.size(), m.checks.size() * width);
+  const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
   const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256 + 1, 4096));
-  validate<<<blocks, 256, 0, stream>>>(projected.data(), projected.size(), ring.data(),
-                                       reinterpret_cast<const std::int64_t*>(base + at_checks), m.checks.size(),
-                                       width, v.word);
+  validate<<<blocks, 256, 0, stream>>>(projected.data(), projected.size(), ring.data(), d_meta, meta.size(), g,
+                                       v.word);
   if (int e = end_verdict(v, stream)) return ce::DeviceFailure{e};
   if (*v.host != kNoError) {
     release_scratch(stream);
     const bool in_ring = *v.host >> 63;
     return ce::NonFiniteInput{in_ring ? 1 : 0, std::size_t(*v.host & ~(1ull << 63))};
   }
-  const auto* tasks = reinterpret_cast<const RowTask*>(base + at_tasks);
-  const auto* sources = reinterpret_cast<const std::int64_t*>(base + at_sources);
-  const auto* copies = reinterpret_cast<const Copy*>(base + at_copies);
-  const bool vector = width % 4 == 0 && reinterpret_cast<std::uintptr_t>(projected.data()) % 16 == 0 &&
+  const bool vector = g.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(projected.data()) % 16 == 0 &&
                       reinterpret_cast<std::uintptr_t>(ring.data()) % 16 == 0;
   const unsigned threads = shape.dim >= 256 ? 256 : unsigned((shape.dim + 31) / 32 * 32);
+  const bool decode = step == Step::Decode;
   const auto launch_rows = [&] {
-    if (!m.tasks.empty())
-      rows_kernel<<<unsigned(m.tasks.size()), threads, 0, stream>>>(tasks, sources, projected.data(), ring.data(),
-                                                                   unsigned(shape.dim), int(shape.ratio), rows.data(),
-                                                                   row_index.data(), positions.data());
+    if (plan.rows == 0) return;
+    (decode ? rows_kernel<true> : rows_kernel<false>)<<<unsigned(plan.rows), threads, 0, stream>>>(
+        d_meta, meta.size(), projected.data(), ring.data(), g, rows.data(), row_index.data(), positions.data());
   };
   const auto launch_copies = [&] {
-    if (!m.copies.empty())
-      copy_kernel<<<unsigned(m.copies.size()), 128, 0, stream>>>(copies, projected.data(), ring.data(),
-                                                                 unsigned(width), vector);
+    if (plan.tokens == 0) return;
+    (decode ? copy_kernel<true> : copy_kernel<false>)<<<unsigned(plan.tokens), 128, 0, stream>>>(
+        d_meta, meta.size(), projected.data(), ring.data(), g, vector);
   };
-  if (step == Step::Prefill) {  // old inputs are read before the chunk's writes
-    launch_rows();
-    launch_copies();
-  } else {  // every new position is written before any is read
+  if (decode) {  // every new position is written before any is read
     launch_copies();
     launch_rows();
+  } else {  // old inputs are read before the chunk's writes
+    launch_rows();
+    launch_copies();
   }
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return ce::DeviceFailure{int(e)};
   if (int e = release_scratch(stream)) return ce::DeviceFailure{e};
