@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
 shift || true
-only=" ${*:-witness indexer paging} "
+only=" ${*:-witness indexer paging compress} "
 survivors=0
 
 mutant() {  # mutant COMPONENT NAME FILE SED-EXPRESSION
@@ -81,6 +81,24 @@ mutant paging cpu-valid-count-inclusive impl/cpu/paging.cpp \
   's|out\[n \* k + i\] = i >= valid \|\| j == -1|out[n * k + i] = i > valid \|\| j == -1|'
 mutant paging model-table-bound model/paging.cpp \
   's|std::uint64_t(j / bc) >= blocks_per_request)|std::uint64_t(j / bc) > blocks_per_request)|'
+
+# compress (issue 4): the ring a prefill keeps, the placeholder row, the ring slot, the
+# capacity bound, the softmax denominator, exp's range reduction, the old entries checked,
+# the rows a chunk completes
+mutant compress model-ring-keeps-one-less model/compress.cpp \
+  's|for (std::int64_t p = std::max(s, e - S); p < e; ++p) ring.entries|for (std::int64_t p = std::max(s, e - S + 1); p < e; ++p) ring.entries|'
+mutant compress cpu-placeholder-missing impl/cpu/compress.cpp \
+  's|      if (out == plan.row_offset\[i\]) write_row(c, out, -1, read);  // placeholder||'
+mutant compress cpu-ring-slot-shifted impl/cpu/compress.cpp \
+  's|(std::size_t(q.state_slot) \* S + std::size_t(p) % S) \* width, from|(std::size_t(q.state_slot) * S + std::size_t(p + 1) % S) * width, from|'
+mutant compress impl-capacity-one-short impl/compress_plan.hpp \
+  's|step == Step::Decode ? shape.ratio + qmax - 1 : shape.ratio|step == Step::Decode ? shape.ratio + qmax - 2 : shape.ratio|'
+mutant compress math-denominator-counts-positions impl/compress_math.hpp 's|    den += e;|    den += 1.0f;|'
+mutant compress math-exp-drops-ln2-low-part impl/compress_math.hpp 's|  f = fmaf(k, 2.12194440e-4f, f);||'
+mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
+  's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
+mutant compress model-chunk-completes-one-less model/compress.cpp \
+  's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
 for c in $only; do cmake --build "$build" --target "${c}_props" "${c}_test" >/dev/null 2>&1; done
 echo "mutants: $survivors survived"
