@@ -7,8 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzz_seconds=${AETHER_FUZZ_SECONDS:-30}
-components=(witness attention indexer paging)
-fuzz_targets=(witness indexer paging)
+components=(witness attention indexer paging compress)
+fuzz_targets=(witness indexer paging compress)
 report=build/report.md
 mkdir -p build
 failures=0
