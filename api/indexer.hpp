@@ -70,8 +70,8 @@ struct NonFiniteInput {
 };
 
 // CUDA scorer only: fp32 keys (its tensor cores take bf16; converting would change
-// the inputs), more heads or a wider dimension than one block holds, or bf16 keys
-// at an odd address.
+// the inputs), more heads or a wider dimension than one block's shared memory
+// holds, or bf16 keys at an odd address.
 struct UnsupportedOnDevice {
   KeyFormat format;
   std::size_t heads, dim;

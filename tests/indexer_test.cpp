@@ -235,9 +235,9 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
   }
 
   // 2 key tiles and 2 query groups; then D > 128 (the 16-slice kernel), an odd D
-  // (element-wise loads) and H not a multiple of 16.
+  // (element-wise loads) and H not a multiple of 16; then the widest D with 64 heads.
   struct Case { std::size_t T, H, D, L; };
-  for (const Case& c : {Case{40, 5, 24, 300}, Case{3, 17, 201, 130}}) {
+  for (const Case& c : {Case{40, 5, 24, 300}, Case{3, 17, 201, 130}, Case{2, 64, 256, 40}}) {
     std::vector<std::uint16_t> queries(c.T * c.H * c.D);
     F query_values(queries.size()), weights(c.T * c.H);
     for (std::size_t i = 0; i < queries.size(); ++i) {
@@ -263,6 +263,9 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
   const std::vector<std::uint16_t> wide(257);
   EXPECT_EQ(props::cuda_index_scores(wide, F{1}, 1, IndexKeys{KeyFormat::BF16, {}, 257}, untouched).error(),
             (IndexerError{ie::UnsupportedOnDevice{KeyFormat::BF16, 1, 257}}));
+  const std::vector<std::uint16_t> many_heads(128 * 256);  // 270 KB of tiles: more than a block holds
+  EXPECT_EQ(props::cuda_index_scores(many_heads, F(128, 1.0f), 1, IndexKeys{KeyFormat::BF16, {}, 256}, untouched).error(),
+            (IndexerError{ie::UnsupportedOnDevice{KeyFormat::BF16, 128, 256}}));
   EXPECT_EQ(props::cuda_index_scores(lab_queries, F{1, NAN}, 1, IndexKeys{KeyFormat::BF16, lab.bf16, 2}, untouched).error(),
             (IndexerError{ie::NonFiniteInput{1, 1}}));
   EXPECT_EQ(untouched, F(5, -7));

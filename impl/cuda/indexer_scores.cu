@@ -349,7 +349,14 @@ Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
   if (queries.size() != weights.size() * keys.dim)
     return ie::ShapeMismatch{weights.size() * keys.dim, queries.size()};
   const bool odd_bf16 = keys.format == KeyFormat::BF16 && reinterpret_cast<std::uintptr_t>(keys.bytes.data()) % 2;
-  if (keys.format == KeyFormat::F32 || heads > MAX_DEVICE_SCORE_HEADS || keys.dim > MAX_DEVICE_SCORE_DIM || odd_bf16)
+  int device = 0, shared_limit = 0;  // a block's tiles must fit its shared memory
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return ie::DeviceFailure{int(e)};
+  if (cudaError_t e = cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      e != cudaSuccess)
+    return ie::DeviceFailure{int(e)};
+  const bool too_big = Layout(Shape{query_count, heads, keys.dim, 0, 0, false, false}).bytes() > std::size_t(shared_limit);
+  if (keys.format == KeyFormat::F32 || heads > MAX_DEVICE_SCORE_HEADS || keys.dim > MAX_DEVICE_SCORE_DIM || odd_bf16 ||
+      too_big)
     return ie::UnsupportedOnDevice{keys.format, heads, keys.dim};
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const bool keys_whole = row_bytes == 0 ? keys.bytes.empty() : keys.bytes.size() % row_bytes == 0;
