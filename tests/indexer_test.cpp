@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "impl/cpu/indexer.hpp"
 #include "model/indexer.hpp"
@@ -214,6 +215,25 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
   V want(2048);
   ASSERT_TRUE(cpu::valid_prefix_topk(big, big.size(), V{262144}, 2048, want).ok());
   EXPECT_EQ(topk(big, big.size(), {262144}, 2048), want);
+  // Rows of 16384 and more take the many-blocks path: distinct values, valid ends
+  // inside the rows, K above one row's valid count, garbage past the ends.
+  const std::size_t width = 40000;
+  F wide(3 * width);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (float& x : wide) x = normal(rng);
+  wide[width + 20000] = nan;  // past row 1's end
+  const V wide_ends{40000, 17000, 1500};
+  for (std::size_t k : {1, 700, 2048}) {
+    V expected(3 * k);
+    ASSERT_TRUE(cpu::valid_prefix_topk(wide, width, wide_ends, k, expected).ok());
+    EXPECT_EQ(topk(wide, width, wide_ends, k), expected) << "k " << k;
+  }
+  wide[width + 100] = nan;
+  V untouched(3 * 16, 77);
+  EXPECT_EQ(props::cuda_valid_prefix_topk(wide, width, wide_ends, 16, untouched).error(),
+            (IndexerError{ie::NonFiniteScore{1, 100}}));
+  EXPECT_EQ(untouched, V(3 * 16, 77));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

@@ -103,7 +103,7 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
     s->bytes = bytes;
   }
   *device = s->buffer;
-  if (bytes == 0) return 0;
+  if (bytes == 0 || host == nullptr) return 0;
   return cudaMemcpyAsync(s->buffer, host, bytes, cudaMemcpyHostToDevice, stream);
 }
 

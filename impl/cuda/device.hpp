@@ -32,7 +32,8 @@ int end_verdict(const Verdict& verdict, Stream stream);
 // A call's metadata, built on the host, in a per-thread, per-device device buffer
 // grown on demand: upload_scratch waits until the same thread's previous call has
 // finished reading the buffer (release_scratch recorded that point on its stream),
-// then copies `bytes` from `host` on `stream`. 0 or the cudaError_t.
+// then copies `bytes` from `host` on `stream` (host nullptr: no copy, the buffer
+// is only reserved). 0 or the cudaError_t.
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device);
 int release_scratch(Stream stream);
 

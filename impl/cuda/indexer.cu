@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "impl/cuda/indexer.hpp"
@@ -72,9 +73,14 @@ __global__ void __launch_bounds__(kValidateThreads) validate(const float* scores
       atomicMin(error, kNaNBit | (r * width + first + threadIdx.x + std::size_t(i) * kValidateThreads));
 }
 
+struct WideRow;
+__device__ bool skip_row(const WideRow* wide, std::size_t r);
+
+// wide: rows the many-blocks path has taken (nullptr: none); this kernel does the rest.
 __global__ void __launch_bounds__(kThreads) select(const float* scores, std::size_t width,
                                                    const std::int32_t* ends, std::size_t k,
-                                                   std::int32_t* out) {
+                                                   std::int32_t* out, const WideRow* wide) {
+  if (skip_row(wide, blockIdx.x)) return;
   using Scan = cub::BlockScan<unsigned, kThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ unsigned hist[2048];
@@ -165,6 +171,167 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
     ties_seen += __popc(equal_mask);
   }
 }
+// ---- Wide rows: the selection spread over many blocks per row ------------------
+// Pass 1 (validation + histogram): blocks of 8192 scores count the top 11 bits of
+// their keys into the row's global histogram, and record refusals as `validate`
+// does. Pass 2 (bucket): per row, the bucket b holding the K-th largest key, and
+// how many of it are wanted. Pass 3 (collect): keys above b are chosen (their
+// indices go to the row's staging list); keys in b become candidates, (key, index).
+// Pass 4 (finish): per row, the candidates sorted by key descending then index
+// ascending, the first `wanted` taken, merged with the staging list and written in
+// index order. A bucket with more than kCandidates keys (a row of massive ties)
+// leaves its row to the one-block kernel: exact either way, never a dropped key.
+constexpr int kWideThreads = 256, kWidePerThread = 32;
+constexpr std::size_t kWideChunk = std::size_t(kWideThreads) * kWidePerThread;
+constexpr unsigned kBins = 2048, kCandidates = 4096, kFinishThreads = 512;
+constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 4096;  // scratch <= 200 MB
+
+struct WideRow {
+  unsigned bucket, wanted;           // the K-th key's bucket; how many of it are chosen
+  unsigned chosen, candidates;       // counters filled by pass 3
+  unsigned fallback;                 // 1: the one-block kernel selects this row
+};
+
+__device__ bool skip_row(const WideRow* wide, std::size_t r) { return wide != nullptr && !wide[r].fallback; }
+
+__global__ void __launch_bounds__(kWideThreads) wide_histogram(const float* scores, std::size_t width,
+                                                              const std::int32_t* ends, unsigned* hist,
+                                                              unsigned long long* error) {
+  __shared__ unsigned local[kBins];
+  const std::size_t r = blockIdx.y, first = std::size_t(blockIdx.x) * kWideChunk;
+  const std::int32_t end = ends[r];
+  if (end < 0 || std::size_t(end) > width) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(error, kEndBit | r);
+    return;
+  }
+  for (unsigned b = threadIdx.x; b < kBins; b += kWideThreads) local[b] = 0;
+  __syncthreads();
+  float v[kWidePerThread];
+#pragma unroll
+  for (int i = 0; i < kWidePerThread; ++i) {
+    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
+    v[i] = j < std::size_t(end) ? __ldg(scores + r * width + j) : 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < kWidePerThread; ++i) {
+    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
+    if (j >= std::size_t(end)) continue;
+    if (!isfinite(v[i])) atomicMin(error, kNaNBit | (r * width + j));
+    else atomicAdd(&local[order_key(v[i]) >> 21], 1u);
+  }
+  __syncthreads();
+  for (unsigned b = threadIdx.x; b < kBins; b += kWideThreads)
+    if (local[b]) atomicAdd(&hist[r * kBins + b], local[b]);
+}
+
+__global__ void __launch_bounds__(kWideThreads) wide_bucket(const unsigned* hist, const std::int32_t* ends,
+                                                           std::size_t k, WideRow* rows) {
+  using Scan = cub::BlockScan<unsigned, kWideThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  const std::size_t r = blockIdx.x;
+  const unsigned* h = hist + r * kBins;
+  constexpr unsigned per = kBins / kWideThreads;
+  const unsigned top = kBins - 1 - threadIdx.x * per;  // this thread's bins, from the top
+  unsigned run = 0;
+  for (unsigned i = 0; i < per; ++i) run += h[top - i];
+  unsigned above;
+  Scan(scan_storage).ExclusiveSum(run, above);
+  if (std::size_t(ends[r]) <= k) {  // every valid score is chosen: pass 4 writes them
+    if (threadIdx.x == 0) rows[r] = WideRow{0, 0, 0, 0, 0};
+    return;
+  }
+  if (above < k && k <= above + run) {
+    unsigned left = unsigned(k) - above;
+    for (unsigned i = 0;; ++i) {
+      if (h[top - i] >= left) {
+        rows[r] = WideRow{top - i, left, 0, 0, h[top - i] > kCandidates ? 1u : 0u};
+        break;
+      }
+      left -= h[top - i];
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kWideThreads) wide_collect(const float* scores, std::size_t width,
+                                                            const std::int32_t* ends, std::size_t k,
+                                                            WideRow* rows, std::uint32_t* staging,
+                                                            unsigned long long* candidates) {
+  const std::size_t r = blockIdx.y, first = std::size_t(blockIdx.x) * kWideChunk;
+  const std::size_t end = std::size_t(ends[r]);
+  if (end <= k || rows[r].fallback || first >= end) return;
+  const unsigned bucket = rows[r].bucket;
+  std::uint32_t key[kWidePerThread];
+#pragma unroll
+  for (int i = 0; i < kWidePerThread; ++i) {
+    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
+    key[i] = j < end ? order_key(__ldg(scores + r * width + j)) : 0;
+  }
+#pragma unroll
+  for (int i = 0; i < kWidePerThread; ++i) {
+    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
+    if (j >= end) continue;
+    const unsigned digit = key[i] >> 21;
+    if (digit > bucket) {
+      staging[r * k + atomicAdd(&rows[r].chosen, 1u)] = std::uint32_t(j);
+    } else if (digit == bucket) {
+      // ascending order of (~key, index): key descending, then index ascending
+      candidates[r * kCandidates + atomicAdd(&rows[r].candidates, 1u)] =
+          (static_cast<unsigned long long>(~key[i]) << 32) | j;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t* ends, std::size_t k,
+                                                             const WideRow* rows, const std::uint32_t* staging,
+                                                             const unsigned long long* candidates,
+                                                             std::int32_t* out) {
+  constexpr int kRankItems = kCandidates / kFinishThreads, kOutItems = kWideMaxK / kFinishThreads;
+  using RankSort = cub::BlockRadixSort<unsigned long long, kFinishThreads, kRankItems>;
+  using IndexSort = cub::BlockRadixSort<std::uint32_t, kFinishThreads, kOutItems>;
+  __shared__ union {
+    typename RankSort::TempStorage rank;
+    typename IndexSort::TempStorage index;
+  } storage;
+  __shared__ std::uint32_t chosen[kWideMaxK];
+  const std::size_t r = blockIdx.x;
+  const std::size_t n = std::size_t(ends[r]);
+  std::int32_t* lanes = out + r * k;
+  if (n <= k) {
+    for (std::size_t i = threadIdx.x; i < k; i += kFinishThreads) lanes[i] = i < n ? std::int32_t(i) : -1;
+    return;
+  }
+  const WideRow row = rows[r];
+  if (row.fallback) return;
+  unsigned long long items[kRankItems];
+#pragma unroll
+  for (int i = 0; i < kRankItems; ++i) {
+    const unsigned c = threadIdx.x * kRankItems + unsigned(i);
+    items[i] = c < row.candidates ? candidates[r * kCandidates + c] : ~0ull;
+  }
+  RankSort(storage.rank).Sort(items);  // blocked: thread t holds ranks t*kRankItems + i
+  const unsigned definite = unsigned(k) - row.wanted;  // = row.chosen
+#pragma unroll
+  for (int i = 0; i < kRankItems; ++i) {
+    const unsigned rank = threadIdx.x * kRankItems + unsigned(i);
+    if (rank < row.wanted) chosen[definite + rank] = std::uint32_t(items[i]);
+  }
+  for (unsigned i = threadIdx.x; i < definite; i += kFinishThreads) chosen[i] = staging[r * k + i];
+  __syncthreads();
+  std::uint32_t index[kOutItems];
+#pragma unroll
+  for (int i = 0; i < kOutItems; ++i) {
+    const unsigned c = threadIdx.x * kOutItems + unsigned(i);
+    index[i] = c < k ? chosen[c] : 0xffffffffu;
+  }
+  __syncthreads();
+  IndexSort(storage.index).Sort(index);
+#pragma unroll
+  for (int i = 0; i < kOutItems; ++i) {
+    const unsigned c = threadIdx.x * kOutItems + unsigned(i);
+    if (c < k) lanes[c] = std::int32_t(index[i]);
+  }
+}
+
 }  // namespace
 
 Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
@@ -173,11 +340,36 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (rows == 0) return out.size() == 0 ? Status<IndexerError>(Ok{}) : ie::ShapeMismatch{0, out.size()};
+  // Wide rows: validation is pass 1 of the many-blocks path (scratch: histograms,
+  // row records, staging lists, candidates).
+  const bool wide = width >= kWideMinWidth && k > 0 && k <= kWideMaxK && rows <= kWideMaxRows;
+  const std::size_t hist_bytes = rows * kBins * 4, info_bytes = rows * sizeof(WideRow);
+  const std::size_t staging_bytes = rows * k * 4, candidate_bytes = rows * kCandidates * 8;
+  unsigned char* scratch = nullptr;
+  if (wide) {
+    void* p = nullptr;
+    if (int e = upload_scratch(nullptr, hist_bytes + info_bytes + staging_bytes + candidate_bytes, stream, &p))
+      return ie::DeviceFailure{e};
+    scratch = static_cast<unsigned char*>(p);
+    if (cudaError_t e = cudaMemsetAsync(scratch, 0, hist_bytes + info_bytes, stream); e != cudaSuccess)
+      return ie::DeviceFailure{int(e)};
+  }
+  auto* hist = reinterpret_cast<unsigned*>(scratch);
+  auto* info = reinterpret_cast<WideRow*>(scratch + hist_bytes);
+  auto* staging = reinterpret_cast<std::uint32_t*>(scratch + hist_bytes + info_bytes);
+  auto* candidates = reinterpret_cast<unsigned long long*>(scratch + hist_bytes + info_bytes + staging_bytes);
+  const unsigned wide_chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
+
   Verdict v;
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
-  const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
-  validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width,
-                                                                    ends.data(), chunks, v.word);
+  if (wide) {
+    wide_histogram<<<dim3(wide_chunks, unsigned(rows)), kWideThreads, 0, stream>>>(scores.data(), width, ends.data(),
+                                                                                  hist, v.word);
+  } else {
+    const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
+    validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width, ends.data(), chunks,
+                                                                      v.word);
+  }
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
   const unsigned long long verdict = *v.host;
   Status<IndexerError> status = Ok{};
@@ -191,10 +383,17 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
     status = ie::NonFiniteScore{at / width, at % width};
   } else if (out.size() != rows * k) {
     status = ie::ShapeMismatch{rows * k, out.size()};
+  } else if (wide) {
+    wide_bucket<<<unsigned(rows), kWideThreads, 0, stream>>>(hist, ends.data(), k, info);
+    wide_collect<<<dim3(wide_chunks, unsigned(rows)), kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k,
+                                                                                info, staging, candidates);
+    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(ends.data(), k, info, staging, candidates, out.data());
+    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), info);
   } else if (k > 0) {
-    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data());
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) status = ie::DeviceFailure{int(e)};
+    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), nullptr);
   }
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess && status.ok()) status = ie::DeviceFailure{int(e)};
+  if (wide) release_scratch(stream);
   return status;
 }
 
