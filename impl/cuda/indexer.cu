@@ -343,8 +343,9 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   // Wide rows: validation is pass 1 of the many-blocks path (scratch: histograms,
   // row records, staging lists, candidates).
   const bool wide = width >= kWideMinWidth && k > 0 && k <= kWideMaxK && rows <= kWideMaxRows;
-  const std::size_t hist_bytes = rows * kBins * 4, info_bytes = rows * sizeof(WideRow);
-  const std::size_t staging_bytes = rows * k * 4, candidate_bytes = rows * kCandidates * 8;
+  const auto aligned = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };  // each region 256-aligned
+  const std::size_t hist_bytes = aligned(rows * kBins * 4), info_bytes = aligned(rows * sizeof(WideRow));
+  const std::size_t staging_bytes = aligned(rows * k * 4), candidate_bytes = rows * kCandidates * 8;
   unsigned char* scratch = nullptr;
   if (wide) {
     void* p = nullptr;
