@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
   }
 }
 // ---- Wide rows: the selection spread over many blocks per row ------------------
-// Pass 1 (validation + histogram): blocks of 8192 scores count the top 11 bits of
+// Pass 1 (validation + histogram): blocks of 8192 scores count the top 13 bits of
 // their keys into the row's global histogram, and record refusals as `validate`
 // does. Pass 2 (bucket): per row, the bucket b holding the K-th largest key, and
 // how many of it are wanted. Pass 3 (collect): keys above b are chosen (their
@@ -183,7 +183,9 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
 // leaves its row to the one-block kernel: exact either way, never a dropped key.
 constexpr int kWideThreads = 256, kWidePerThread = 32;
 constexpr std::size_t kWideChunk = std::size_t(kWideThreads) * kWidePerThread;
-constexpr unsigned kBins = 2048, kCandidates = 4096, kFinishThreads = 512;
+// 13 bits: sign, exponent and 4 mantissa bits, so a bucket is a sixteenth of an octave.
+constexpr unsigned kDigitBits = 13, kDigitShift = 32 - kDigitBits, kBins = 1u << kDigitBits;
+constexpr unsigned kCandidates = 2048, kFinishThreads = 512;
 constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 4096;  // scratch <= 200 MB
 
 struct WideRow {
@@ -217,7 +219,7 @@ __global__ void __launch_bounds__(kWideThreads) wide_histogram(const float* scor
     const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
     if (j >= std::size_t(end)) continue;
     if (!isfinite(v[i])) atomicMin(error, kNaNBit | (r * width + j));
-    else atomicAdd(&local[order_key(v[i]) >> 21], 1u);
+    else atomicAdd(&local[order_key(v[i]) >> kDigitShift], 1u);
   }
   __syncthreads();
   for (unsigned b = threadIdx.x; b < kBins; b += kWideThreads)
@@ -270,7 +272,7 @@ __global__ void __launch_bounds__(kWideThreads) wide_collect(const float* scores
   for (int i = 0; i < kWidePerThread; ++i) {
     const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
     if (j >= end) continue;
-    const unsigned digit = key[i] >> 21;
+    const unsigned digit = key[i] >> kDigitShift;
     if (digit > bucket) {
       staging[r * k + atomicAdd(&rows[r].chosen, 1u)] = std::uint32_t(j);
     } else if (digit == bucket) {
@@ -308,7 +310,9 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
     const unsigned c = threadIdx.x * kRankItems + unsigned(i);
     items[i] = c < row.candidates ? candidates[r * kCandidates + c] : ~0ull;
   }
-  RankSort(storage.rank).Sort(items);  // blocked: thread t holds ranks t*kRankItems + i
+  // blocked: thread t holds ranks t*kRankItems + i; the bucket's digit bits of ~key
+  // are equal, so only the bits below them and the index's matter
+  RankSort(storage.rank).Sort(items, 0, 64 - int(kDigitBits));
   const unsigned definite = unsigned(k) - row.wanted;  // = row.chosen
 #pragma unroll
   for (int i = 0; i < kRankItems; ++i) {
