@@ -196,7 +196,7 @@ struct WideRow {
 
 __device__ bool skip_row(const WideRow* wide, std::size_t r) { return wide != nullptr && !wide[r].fallback; }
 
-__global__ void __launch_bounds__(kWideThreads) wide_histogram(const float* scores, std::size_t width,
+__global__ void __launch_bounds__(kWideThreads, 4) wide_histogram(const float* scores, std::size_t width,
                                                               const std::int32_t* ends, unsigned* hist,
                                                               unsigned long long* error) {
   __shared__ unsigned local[kBins];
@@ -254,12 +254,14 @@ __global__ void __launch_bounds__(kWideThreads) wide_bucket(const unsigned* hist
   }
 }
 
-// One global reservation per block and list (a block scan places each thread's
-// finds): per-element atomics on the row's two counters serialised the pass.
-__global__ void __launch_bounds__(kWideThreads) wide_collect(const float* scores, std::size_t width,
-                                                            const std::int32_t* ends, std::size_t k,
-                                                            WideRow* rows, std::uint32_t* staging,
-                                                            unsigned long long* candidates) {
+// One global reservation per block, round and list (a block scan places each
+// thread's finds): per-element atomics on the row's two counters serialised the
+// pass. Rounds of 8 scores per thread keep the registers, and so the occupancy, up.
+__global__ void __launch_bounds__(kWideThreads, 4) wide_collect(const float* scores, std::size_t width,
+                                                               const std::int32_t* ends, std::size_t k,
+                                                               WideRow* rows, std::uint32_t* staging,
+                                                               unsigned long long* candidates) {
+  constexpr int kRound = 8;
   using Scan = cub::BlockScan<unsigned, kWideThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ unsigned base_chosen, base_candidates;
@@ -267,33 +269,37 @@ __global__ void __launch_bounds__(kWideThreads) wide_collect(const float* scores
   const std::size_t end = std::size_t(ends[r]);
   if (end <= k || rows[r].fallback || first >= end) return;
   const unsigned bucket = rows[r].bucket;
-  std::uint32_t key[kWidePerThread];
-  unsigned found = 0;  // chosen in the high 16 bits, candidates in the low 16 (each <= 8192)
+  for (int round = 0; round < kWidePerThread / kRound; ++round) {
+    const std::size_t start = first + std::size_t(round) * kRound * kWideThreads + threadIdx.x;
+    std::uint32_t key[kRound];
+    unsigned found = 0;  // chosen in the high 16 bits, candidates in the low 16
 #pragma unroll
-  for (int i = 0; i < kWidePerThread; ++i) {
-    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
-    key[i] = j < end ? order_key(__ldg(scores + r * width + j)) : 0;
-    const unsigned digit = key[i] >> kDigitShift;
-    if (j < end) found += digit > bucket ? 0x10000u : digit == bucket ? 1u : 0u;
-  }
-  unsigned offset, total;
-  Scan(scan_storage).ExclusiveSum(found, offset, total);
-  if (threadIdx.x == 0) {
-    base_chosen = (total >> 16) ? atomicAdd(&rows[r].chosen, total >> 16) : 0;
-    base_candidates = (total & 0xffffu) ? atomicAdd(&rows[r].candidates, total & 0xffffu) : 0;
-  }
-  __syncthreads();
-  unsigned next_chosen = base_chosen + (offset >> 16), next_candidate = base_candidates + (offset & 0xffffu);
+    for (int i = 0; i < kRound; ++i) {
+      const std::size_t j = start + std::size_t(i) * kWideThreads;
+      key[i] = j < end ? order_key(__ldg(scores + r * width + j)) : 0;
+      const unsigned digit = key[i] >> kDigitShift;
+      if (j < end) found += digit > bucket ? 0x10000u : digit == bucket ? 1u : 0u;
+    }
+    unsigned offset, total;
+    Scan(scan_storage).ExclusiveSum(found, offset, total);
+    if (threadIdx.x == 0) {
+      base_chosen = (total >> 16) ? atomicAdd(&rows[r].chosen, total >> 16) : 0;
+      base_candidates = (total & 0xffffu) ? atomicAdd(&rows[r].candidates, total & 0xffffu) : 0;
+    }
+    __syncthreads();
+    unsigned next_chosen = base_chosen + (offset >> 16), next_candidate = base_candidates + (offset & 0xffffu);
+    __syncthreads();  // the bases are read before the next round overwrites them
 #pragma unroll
-  for (int i = 0; i < kWidePerThread; ++i) {
-    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
-    if (j >= end) continue;
-    const unsigned digit = key[i] >> kDigitShift;
-    if (digit > bucket) {
-      staging[r * k + next_chosen++] = std::uint32_t(j);
-    } else if (digit == bucket) {
-      // ascending order of (~key, index): key descending, then index ascending
-      candidates[r * kCandidates + next_candidate++] = (static_cast<unsigned long long>(~key[i]) << 32) | j;
+    for (int i = 0; i < kRound; ++i) {
+      const std::size_t j = start + std::size_t(i) * kWideThreads;
+      if (j >= end) continue;
+      const unsigned digit = key[i] >> kDigitShift;
+      if (digit > bucket) {
+        staging[r * k + next_chosen++] = std::uint32_t(j);
+      } else if (digit == bucket) {
+        // ascending order of (~key, index): key descending, then index ascending
+        candidates[r * kCandidates + next_candidate++] = (static_cast<unsigned long long>(~key[i]) << 32) | j;
+      }
     }
   }
 }
