@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/warp/warp_scan.cuh>
 
 #include "impl/cuda/indexer.hpp"
 
@@ -255,21 +254,21 @@ __global__ void __launch_bounds__(kWideThreads) wide_bucket(const unsigned* hist
   }
 }
 
-// One global reservation per warp, round and list (a warp scan places each lane's
-// finds; no block barrier): per-element atomics on the row's two counters had
-// serialised the pass. Rounds of 8 scores per thread keep the registers, and so
-// the occupancy, up.
+// One global reservation per block, round and list (a block scan places each
+// thread's finds): per-element atomics on the row's two counters serialised the
+// pass. Rounds of 8 scores per thread keep the registers, and so the occupancy, up.
 __global__ void __launch_bounds__(kWideThreads, 4) wide_collect(const float* scores, std::size_t width,
                                                                const std::int32_t* ends, std::size_t k,
                                                                WideRow* rows, std::uint32_t* staging,
                                                                unsigned long long* candidates) {
   constexpr int kRound = 8;
-  using WarpScan = cub::WarpScan<unsigned>;
-  __shared__ typename WarpScan::TempStorage scan_storage[kWideThreads / 32];
+  using Scan = cub::BlockScan<unsigned, kWideThreads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ unsigned base_chosen, base_candidates;
   const std::size_t r = blockIdx.y, first = std::size_t(blockIdx.x) * kWideChunk;
   const std::size_t end = std::size_t(ends[r]);
   if (end <= k || rows[r].fallback || first >= end) return;
-  const unsigned bucket = rows[r].bucket, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned bucket = rows[r].bucket;
   for (int round = 0; round < kWidePerThread / kRound; ++round) {
     const std::size_t start = first + std::size_t(round) * kRound * kWideThreads + threadIdx.x;
     std::uint32_t key[kRound];
@@ -282,14 +281,14 @@ __global__ void __launch_bounds__(kWideThreads, 4) wide_collect(const float* sco
       if (j < end) found += digit > bucket ? 0x10000u : digit == bucket ? 1u : 0u;
     }
     unsigned offset, total;
-    WarpScan(scan_storage[warp]).ExclusiveSum(found, offset, total);
-    unsigned base_chosen = 0, base_candidates = 0;
-    if (lane == 0) {
-      if (total >> 16) base_chosen = atomicAdd(&rows[r].chosen, total >> 16);
-      if (total & 0xffffu) base_candidates = atomicAdd(&rows[r].candidates, total & 0xffffu);
+    Scan(scan_storage).ExclusiveSum(found, offset, total);
+    if (threadIdx.x == 0) {
+      base_chosen = (total >> 16) ? atomicAdd(&rows[r].chosen, total >> 16) : 0;
+      base_candidates = (total & 0xffffu) ? atomicAdd(&rows[r].candidates, total & 0xffffu) : 0;
     }
-    unsigned next_chosen = __shfl_sync(0xffffffffu, base_chosen, 0) + (offset >> 16);
-    unsigned next_candidate = __shfl_sync(0xffffffffu, base_candidates, 0) + (offset & 0xffffu);
+    __syncthreads();
+    unsigned next_chosen = base_chosen + (offset >> 16), next_candidate = base_candidates + (offset & 0xffffu);
+    __syncthreads();  // the bases are read before the next round overwrites them
 #pragma unroll
     for (int i = 0; i < kRound; ++i) {
       const std::size_t j = start + std::size_t(i) * kWideThreads;
