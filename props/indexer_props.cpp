@@ -377,6 +377,60 @@ AETHER_GPU_PROP(IndexerCuda, scorer_refusals_agree_with_the_model, "L0", ()) {
 }
 #endif
 
+// L0 on the CPU scorer's refusals: one input spoiled (a NaN/inf query, weight or key
+// element, an E4M3 scale NaN/inf/negative, a torn key row, a wrong output length),
+// the model's error, the output untouched; unspoiled calls are accepted.
+AETHER_PROP(IndexerCpu, scorer_refusals_agree_with_the_model, "L0", ()) {
+  props::ScoreCall c = *props::gen_grid_score_call();
+  const std::size_t rows = c.rows(), dim = c.dim, row_bytes = key_row_bytes(c.format, dim);
+  std::size_t out_size = rows;
+  const float bad = *gen::element(NAN, INFINITY, -INFINITY);
+  switch (*gen::inRange(0, 6)) {
+    case 0:
+      if (!c.queries.empty()) c.queries[*gen::inRange<std::size_t>(0, c.queries.size())] = bad;
+      break;
+    case 1:
+      if (!c.weights.empty()) c.weights[*gen::inRange<std::size_t>(0, c.weights.size())] = bad;
+      break;
+    case 2:
+      if (rows > 0 && dim > 0) {
+        std::byte* row = c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes;
+        const std::size_t d = *gen::inRange<std::size_t>(0, dim);
+        if (c.format == KeyFormat::F32) std::memcpy(row + 4 * d, &bad, 4);
+        else if (c.format == KeyFormat::BF16) row[2 * d + 1] = std::byte(0x7f), row[2 * d] = std::byte(0x80);
+        else row[d] = std::byte(*gen::element<int>(0x7f, 0xff));
+      }
+      break;
+    case 3:
+      if (rows > 0 && c.format == KeyFormat::E4M3) {
+        const float scale = *gen::element(-1.0f, NAN, INFINITY);
+        std::memcpy(c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim, &scale, 4);
+      }
+      break;
+    case 4:
+      if (!c.key_bytes.empty()) c.key_bytes.pop_back();
+      break;
+    default:
+      out_size = out_size > 0 && *gen::arbitrary<bool>() ? out_size - 1 : out_size + 1;
+  }
+  const std::vector<float> before(out_size, 1234.5f);
+  std::vector<float> out = before;
+  const auto got = cpu::index_scores(c.queries, c.weights, c.keys(), out);
+  const auto want = model::index_scores(c.queries, c.weights, c.keys());
+  if (!want) {
+    RC_ASSERT(!got.ok());
+    RC_ASSERT(got.error() == want.error());
+    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
+  } else if (want.value().size() != out.size()) {
+    RC_ASSERT(!got.ok());
+    const IndexerError wrong_length = indexer_error::ShapeMismatch{want.value().size(), out.size()};
+    RC_ASSERT(got.error() == wrong_length);
+    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
+  } else {
+    RC_ASSERT(got.ok());
+  }
+}
+
 AETHER_PROP(IndexerCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
   const props::ScoreCall c = *gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call());
   const auto simd = cpu_scores(c);

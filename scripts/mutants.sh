@@ -74,6 +74,8 @@ mutant indexer cpu-scale-dropped impl/cpu/indexer_scores.cpp \
 mutant indexer cpu-head-skipped impl/cpu/indexer_scores.cpp 's|  for (; h < heads; ++h) {|  for (++h; h < heads; ++h) {|'
 mutant indexer model-bound-too-tight model/indexer.cpp 's|const Rational g = gamma(keys.dim + weights.size() + 2);|const Rational g = gamma(1);|'
 
+mutant indexer cpu-key-check-skipped impl/cpu/indexer_scores.cpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
+
 # paging (issue 3): offset, valid count, table bound
 mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
   's|: std::int32_t(std::int64_t(table\[j / bc\]) \* bc + j % bc);|: std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc + 1);|'
