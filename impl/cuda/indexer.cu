@@ -269,6 +269,14 @@ __global__ void __launch_bounds__(kWideThreads, 4) wide_collect(const float* sco
   const std::size_t end = std::size_t(ends[r]);
   if (end <= k || rows[r].fallback || first >= end) return;
   const unsigned bucket = rows[r].bucket;
+  // The next round's scores are loaded before this round's scan and writes, so a
+  // block keeps twice the bytes in flight.
+  float next[kRound];
+#pragma unroll
+  for (int i = 0; i < kRound; ++i) {
+    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
+    next[i] = j < end ? __ldg(scores + r * width + j) : 0.0f;
+  }
   for (int round = 0; round < kWidePerThread / kRound; ++round) {
     const std::size_t start = first + std::size_t(round) * kRound * kWideThreads + threadIdx.x;
     std::uint32_t key[kRound];
@@ -276,9 +284,16 @@ __global__ void __launch_bounds__(kWideThreads, 4) wide_collect(const float* sco
 #pragma unroll
     for (int i = 0; i < kRound; ++i) {
       const std::size_t j = start + std::size_t(i) * kWideThreads;
-      key[i] = j < end ? order_key(__ldg(scores + r * width + j)) : 0;
+      key[i] = order_key(next[i]);
       const unsigned digit = key[i] >> kDigitShift;
       if (j < end) found += digit > bucket ? 0x10000u : digit == bucket ? 1u : 0u;
+    }
+    if (round + 1 < kWidePerThread / kRound) {
+#pragma unroll
+      for (int i = 0; i < kRound; ++i) {
+        const std::size_t j = start + std::size_t(kRound + i) * kWideThreads;
+        next[i] = j < end ? __ldg(scores + r * width + j) : 0.0f;
+      }
     }
     unsigned offset, total;
     Scan(scan_storage).ExclusiveSum(found, offset, total);
