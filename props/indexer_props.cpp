@@ -223,6 +223,69 @@ AETHER_PROP(IndexerCpu, a_selection_from_float_scores_is_certified, "L2", ()) {
         RC_ASSERT(exact[std::size_t(i)] >= exact[j] - (bound[std::size_t(i)] + bound[j]));
 }
 
+// One input of a scorer call spoiled (a NaN/inf query, weight or key element, an
+// E4M3 scale NaN/inf/negative, a torn key row), or the output length off by one
+// (out_delta); sometimes nothing, which must be accepted.
+struct SpoiledCall {
+  props::ScoreCall call;
+  int out_delta = 0;
+};
+SpoiledCall spoil_one_input(props::ScoreCall c) {
+  const std::size_t rows = c.rows(), dim = c.dim, row_bytes = key_row_bytes(c.format, dim);
+  const float bad = *gen::element(NAN, INFINITY, -INFINITY);
+  int out_delta = 0;
+  switch (*gen::inRange(0, 6)) {
+    case 0:
+      if (!c.queries.empty()) c.queries[*gen::inRange<std::size_t>(0, c.queries.size())] = bad;
+      break;
+    case 1:
+      if (!c.weights.empty()) c.weights[*gen::inRange<std::size_t>(0, c.weights.size())] = bad;
+      break;
+    case 2:
+      if (rows > 0 && dim > 0) {
+        std::byte* row = c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes;
+        const std::size_t d = *gen::inRange<std::size_t>(0, dim);
+        if (c.format == KeyFormat::F32) std::memcpy(row + 4 * d, &bad, 4);
+        else if (c.format == KeyFormat::BF16) row[2 * d + 1] = std::byte(0x7f), row[2 * d] = std::byte(0x80 | *gen::inRange(0, 128));
+        else row[d] = std::byte(*gen::element<int>(0x7f, 0xff));
+      }
+      break;
+    case 3:
+      if (rows > 0 && c.format == KeyFormat::E4M3) {
+        const float scale = *gen::element(-1.0f, NAN, INFINITY);
+        std::memcpy(c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim, &scale, 4);
+      }
+      break;
+    case 4:
+      if (!c.key_bytes.empty()) c.key_bytes.pop_back();
+      break;
+    default:
+      out_delta = *gen::arbitrary<bool>() ? -1 : 1;
+  }
+  return {c, out_delta};
+}
+
+// The call refused exactly as the model refuses (or, for a well-formed call, as a
+// wrong output length demands), the output untouched; else accepted.
+void refused_like_the_model(const Status<IndexerError>& got,
+                            const Result<std::vector<model::Rational>, IndexerError>& want,
+                            const std::vector<float>& out, const std::vector<float>& before) {
+  if (!want) {
+    RC_ASSERT(!got.ok());
+    RC_ASSERT(got.error() == want.error());
+    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
+  } else if (want.value().size() != out.size()) {
+    RC_ASSERT(!got.ok());
+    const IndexerError wrong_length = indexer_error::ShapeMismatch{want.value().size(), out.size()};
+    RC_ASSERT(got.error() == wrong_length);
+    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
+  } else {
+    RC_ASSERT(got.ok());
+  }
+}
+
+std::size_t with_delta(std::size_t size, int delta) { return delta < 0 && size == 0 ? 1 : std::size_t(std::int64_t(size) + delta); }
+
 #ifdef AETHER_HAVE_CUDA
 // The device takes bf16 queries and bf16/E4M3 keys: a generated call's queries are
 // rounded to bf16 (the model then scores the rounded values) and its fp32 keys
@@ -261,13 +324,18 @@ DeviceScoreCall device_call(const props::ScoreCall& c, std::size_t count) {
         d.query_values.push_back(std::bit_cast<float>(std::uint32_t(b) << 16));
       }
     }
-  if (c.format == KeyFormat::F32) {
-    d.keys.format = KeyFormat::BF16;
-    d.keys.key_bytes.clear();
-    for (std::size_t i = 0; i + 4 <= c.key_bytes.size(); i += 4)
-      d.keys.key_bytes.insert(d.keys.key_bytes.end(), c.key_bytes.begin() + i + 2, c.key_bytes.begin() + i + 4);
-  }
   return d;
+}
+
+// fp32 keys stored as their bf16 high halves (the device takes bf16).
+props::ScoreCall with_device_keys(props::ScoreCall c) {
+  if (c.format != KeyFormat::F32) return c;
+  std::vector<std::byte> halves;
+  for (std::size_t i = 0; i + 4 <= c.key_bytes.size(); i += 4)
+    halves.insert(halves.end(), c.key_bytes.begin() + std::ptrdiff_t(i) + 2, c.key_bytes.begin() + std::ptrdiff_t(i) + 4);
+  c.format = KeyFormat::BF16;
+  c.key_bytes = halves;
+  return c;
 }
 
 std::vector<float> cuda_scores(const DeviceScoreCall& d) {
@@ -278,7 +346,8 @@ std::vector<float> cuda_scores(const DeviceScoreCall& d) {
 }
 
 rc::Gen<DeviceScoreCall> gen_device_call(rc::Gen<props::ScoreCall> calls) {
-  return gen::apply(device_call, std::move(calls), gen::inRange<std::size_t>(1, 4));
+  return gen::apply([](const props::ScoreCall& c, std::size_t count) { return device_call(with_device_keys(c), count); },
+                    std::move(calls), gen::inRange<std::size_t>(1, 4));
 }
 
 AETHER_GPU_PROP(IndexerCuda, scores_are_exact_on_the_grid, "L1", ()) {
@@ -318,117 +387,28 @@ AETHER_GPU_PROP(IndexerCuda, scores_are_identical_on_every_run, "L3", ()) {
     RC_ASSERT(std::bit_cast<std::uint32_t>(first[i]) == std::bit_cast<std::uint32_t>(second[i]));
 }
 
-// L0 on refusals: one input spoiled (a NaN/inf query, weight, key element or E4M3
-// scale, a negative scale, a torn key row, a short output), the model's error, and
-// the output untouched.
+// L0 on refusals (spoil_one_input on a call with device keys; NaN/inf queries round
+// to bf16 NaN/inf), the model's error, the output untouched.
 AETHER_GPU_PROP(IndexerCuda, scorer_refusals_agree_with_the_model, "L0", ()) {
-  DeviceScoreCall d = *gen_device_call(props::gen_grid_score_call());
-  const std::size_t rows = d.keys.rows(), dim = d.keys.dim;
-  const std::size_t row_bytes = key_row_bytes(d.keys.format, dim);
-  std::size_t out_size = d.count * rows;
-  switch (*gen::inRange(0, 6)) {
-    case 0:
-      if (!d.queries.empty()) {
-        const std::size_t i = *gen::inRange<std::size_t>(0, d.queries.size());
-        d.queries[i] = *gen::element<std::uint16_t>(0x7fc0, 0x7f80, 0xff80);
-        d.query_values[i] = std::bit_cast<float>(std::uint32_t(d.queries[i]) << 16);
-      }
-      break;
-    case 1:
-      if (!d.weights.empty())
-        d.weights[*gen::inRange<std::size_t>(0, d.weights.size())] = *gen::element(NAN, INFINITY, -INFINITY);
-      break;
-    case 2:
-      if (rows > 0 && dim > 0) {
-        const std::size_t j = *gen::inRange<std::size_t>(0, rows), k = *gen::inRange<std::size_t>(0, dim);
-        std::byte* row = d.keys.key_bytes.data() + j * row_bytes;
-        if (d.keys.format == KeyFormat::E4M3) row[k] = std::byte(*gen::element<int>(0x7f, 0xff));
-        else row[2 * k + 1] = std::byte(0x7f), row[2 * k] = std::byte(0x80 | *gen::inRange(0, 128));
-      }
-      break;
-    case 3:
-      if (rows > 0 && d.keys.format == KeyFormat::E4M3) {
-        const float scale = *gen::element(-1.0f, NAN, INFINITY);
-        std::memcpy(d.keys.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim, &scale, 4);
-      }
-      break;
-    case 4:
-      if (!d.keys.key_bytes.empty()) d.keys.key_bytes.pop_back();
-      break;
-    default:
-      out_size = out_size > 0 && *gen::arbitrary<bool>() ? out_size - 1 : out_size + 1;
-  }
-  const std::vector<float> before(out_size, 1234.5f);
+  const SpoiledCall spoiled = spoil_one_input(with_device_keys(*props::gen_grid_score_call()));
+  const DeviceScoreCall d = device_call(spoiled.call, *gen::inRange<std::size_t>(1, 4));
+  const std::vector<float> before(with_delta(d.count * d.keys.rows(), spoiled.out_delta), 1234.5f);
   std::vector<float> out = before;
   const auto got = props::cuda_index_scores(d.queries, d.weights, d.count, d.keys.keys(), out);
-  const auto want = model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys());
-  if (!want) {
-    RC_ASSERT(!got.ok());
-    RC_ASSERT(got.error() == want.error());
-    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
-  } else if (want.value().size() != out.size()) {
-    RC_ASSERT(!got.ok());
-    const IndexerError short_out = indexer_error::ShapeMismatch{want.value().size(), out.size()};
-    RC_ASSERT(got.error() == short_out);
-    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
-  } else {
-    RC_ASSERT(got.ok());
-  }
+  refused_like_the_model(got, model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys()), out,
+                         before);
 }
 #endif
 
-// L0 on the CPU scorer's refusals: one input spoiled (a NaN/inf query, weight or key
-// element, an E4M3 scale NaN/inf/negative, a torn key row, a wrong output length),
-// the model's error, the output untouched; unspoiled calls are accepted.
+// L0 on the CPU scorer's refusals (spoil_one_input), the model's error, the output
+// untouched; unspoiled calls are accepted.
 AETHER_PROP(IndexerCpu, scorer_refusals_agree_with_the_model, "L0", ()) {
-  props::ScoreCall c = *props::gen_grid_score_call();
-  const std::size_t rows = c.rows(), dim = c.dim, row_bytes = key_row_bytes(c.format, dim);
-  std::size_t out_size = rows;
-  const float bad = *gen::element(NAN, INFINITY, -INFINITY);
-  switch (*gen::inRange(0, 6)) {
-    case 0:
-      if (!c.queries.empty()) c.queries[*gen::inRange<std::size_t>(0, c.queries.size())] = bad;
-      break;
-    case 1:
-      if (!c.weights.empty()) c.weights[*gen::inRange<std::size_t>(0, c.weights.size())] = bad;
-      break;
-    case 2:
-      if (rows > 0 && dim > 0) {
-        std::byte* row = c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes;
-        const std::size_t d = *gen::inRange<std::size_t>(0, dim);
-        if (c.format == KeyFormat::F32) std::memcpy(row + 4 * d, &bad, 4);
-        else if (c.format == KeyFormat::BF16) row[2 * d + 1] = std::byte(0x7f), row[2 * d] = std::byte(0x80);
-        else row[d] = std::byte(*gen::element<int>(0x7f, 0xff));
-      }
-      break;
-    case 3:
-      if (rows > 0 && c.format == KeyFormat::E4M3) {
-        const float scale = *gen::element(-1.0f, NAN, INFINITY);
-        std::memcpy(c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim, &scale, 4);
-      }
-      break;
-    case 4:
-      if (!c.key_bytes.empty()) c.key_bytes.pop_back();
-      break;
-    default:
-      out_size = out_size > 0 && *gen::arbitrary<bool>() ? out_size - 1 : out_size + 1;
-  }
-  const std::vector<float> before(out_size, 1234.5f);
+  const SpoiledCall spoiled = spoil_one_input(*props::gen_grid_score_call());
+  const props::ScoreCall& c = spoiled.call;
+  const std::vector<float> before(with_delta(c.rows(), spoiled.out_delta), 1234.5f);
   std::vector<float> out = before;
   const auto got = cpu::index_scores(c.queries, c.weights, c.keys(), out);
-  const auto want = model::index_scores(c.queries, c.weights, c.keys());
-  if (!want) {
-    RC_ASSERT(!got.ok());
-    RC_ASSERT(got.error() == want.error());
-    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
-  } else if (want.value().size() != out.size()) {
-    RC_ASSERT(!got.ok());
-    const IndexerError wrong_length = indexer_error::ShapeMismatch{want.value().size(), out.size()};
-    RC_ASSERT(got.error() == wrong_length);
-    RC_ASSERT(std::memcmp(out.data(), before.data(), out.size() * 4) == 0);
-  } else {
-    RC_ASSERT(got.ok());
-  }
+  refused_like_the_model(got, model::index_scores(c.queries, c.weights, c.keys()), out, before);
 }
 
 AETHER_PROP(IndexerCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
