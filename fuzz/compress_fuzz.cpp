@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "fuzz/support/gmp_arena.hpp"
 #include "model/compress.hpp"
 #include "props/support/compress_backends.hpp"
 
@@ -27,6 +28,11 @@ using namespace aether;
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  aether::fuzz::use_gmp_arena();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   FuzzedDataProvider p(data, size);
@@ -46,14 +52,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<float> ring_impl(shape.state_slots * shape.ring * width, 0.0f);
   std::vector<float> ring_model = ring_impl;
   std::vector<std::int64_t> length(shape.state_slots, 0);
-  const auto backend = props::cpu_compress_backend();
+  static const auto backend = props::cpu_compress_backend();
 
   for (int op = 0; op < 8 && p.remaining_bytes() > 0; ++op) {
     const int kind = p.ConsumeIntegralInRange(0, 2);  // prefill, decode, verify
     const bool decode = kind != 0;
     std::vector<CompressRequest> requests;
     std::vector<std::size_t> accepted;
+    requests.reserve(shape.state_slots);
+    accepted.reserve(shape.state_slots);
     std::vector<float> projected;
+    projected.reserve(shape.state_slots * (decode ? 6 : 9) * width);
     for (std::size_t slot = 0; slot < shape.state_slots; ++slot) {
       if (slot > 0 && !p.ConsumeBool()) continue;
       const std::int32_t tokens = p.ConsumeIntegralInRange<std::int32_t>(0, decode ? 6 : 9);
@@ -68,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<std::uint16_t> out(rows * D, 0x5a5a);
     std::vector<std::int32_t> index(rows, 77), positions(rows, 77);
     const auto got = (decode ? backend.decode : backend.prefill)(requests, projected, ring_impl, shape, out, index, positions);
-    const auto want = model::compress_batch(requests, projected, ring_model, shape, decode, out.size(), index.size(),
+    auto want = model::compress_batch(requests, projected, ring_model, shape, decode, out.size(), index.size(),
                                             positions.size(), model::Gate::Score);
     if (got.ok() != want.ok()) fail(got.ok() ? "impl accepted a refused call" : "impl refused an accepted call");
     if (!want) {
@@ -76,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (std::memcmp(ring_impl.data(), ring_model.data(), ring_impl.size() * 4) != 0) fail("refusal wrote the ring");
       continue;
     }
-    ring_model = want.value().ring;
+    ring_model = std::move(want.value().ring);
     if (std::memcmp(ring_impl.data(), ring_model.data(), ring_impl.size() * 4) != 0) fail("ring bytes");
     for (std::size_t i = 0; i < rows; ++i) {
       const model::Row& row = want.value().rows[i];

@@ -50,7 +50,7 @@ Interval weighted_mean_range(const std::vector<Interval>& w, const std::vector<R
 
 // A group: its positions, in position order (pointers: groups read ring entries
 // and chunk positions in place).
-using Group = std::vector<const Position*>;
+using Group = boost::container::small_vector<const Position*, 8>;
 
 // The group's channel d: scores/weights and latents.
 std::pair<std::vector<Rational>, std::vector<Rational>> channel(const Group& group, std::size_t d) {
@@ -78,6 +78,7 @@ std::vector<Interval> compress_fp32(const Group& group);
 std::vector<Interval> compress(const Group& group, Gate gate) {
   if (gate == Gate::ScoreFp32) return compress_fp32(group);
   std::vector<Interval> z;
+  z.reserve(dim_of(group));
   for (std::size_t d = 0; d < dim_of(group); ++d) {
     const bool equal = std::all_of(group.begin(), group.end(),
                                    [&](const Position* p) { return p->gate[d] == group.front()->gate[d]; });
@@ -192,6 +193,7 @@ std::vector<Row> prefill(Ring& ring, std::int64_t ratio, std::span<const Positio
   std::vector<Row> rows;
   for (std::int64_t j = s / ratio; j < e / ratio; ++j) {
     Group group;
+    group.reserve(std::size_t(ratio));
     for (std::int64_t p = j * ratio; p < (j + 1) * ratio; ++p) group.push_back(&input(p));
     rows.push_back(completed_row(group, j, ratio, gate));
   }
@@ -212,6 +214,7 @@ std::vector<Row> decode(Ring& ring, std::int64_t ratio, std::span<const Position
       continue;
     }
     Group group;
+    group.reserve(std::size_t(ratio));
     for (std::int64_t q = p - ratio + 1; q <= p; ++q) group.push_back(&entry(ring, q));
     rows.push_back(completed_row(group, p / ratio, ratio, gate));
   }
@@ -249,6 +252,8 @@ std::optional<Position> position_from(const float* row, std::size_t dim) {
   Position p;
   for (std::size_t c = 0; c < 2 * dim; ++c)
     if (!std::isfinite(row[c])) return std::nullopt;
+  p.gate.reserve(dim);
+  p.value.reserve(dim);
   for (std::size_t d = 0; d < dim; ++d) {
     p.gate.push_back(exact(row[d]));
     p.value.push_back(exact(row[dim + d]));
@@ -303,6 +308,7 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
   if (first_bad) return ce::NonFiniteInput{1, *first_bad};
 
   BatchResult out{{}, std::vector<float>(ring.begin(), ring.end())};
+  out.rows.reserve(rows);
   std::size_t offset = 0;
   for (const CompressRequest& q : requests) {
     // The ring as the step can see it: the old inputs of its first group (the only
@@ -314,12 +320,12 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
         state.entries[std::size_t(p) % S] = position_from(slot + std::size_t(p) % S * width, D);
     state.length = q.start;
     std::vector<Position> step;
+    step.reserve(std::size_t(q.tokens));
     for (std::int32_t t = 0; t < q.tokens; ++t) step.push_back(*position_from(projected.data() + (offset + std::size_t(t)) * width, D));
     offset += std::size_t(q.tokens);
-    const auto rows_of = decode ? model::decode(state, r, step, gate) : prefill(state, r, step, gate);
-    for (Row row : rows_of) {
+    for (Row& row : decode ? model::decode(state, r, step, gate) : prefill(state, r, step, gate)) {
       if (row.z.empty()) row.z.assign(D, Interval{0, 0});  // an empty chunk's placeholder
-      out.rows.push_back(row);
+      out.rows.push_back(std::move(row));
     }
     for (std::size_t e = 0; e < S; ++e)  // the bytes each entry now holds
       if (state.entries[e]) std::copy(state.entries[e]->stored.begin(), state.entries[e]->stored.end(), slot + e * width);

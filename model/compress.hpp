@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "api/compress.hpp"
 #include "model/rational.hpp"
 
@@ -31,9 +33,13 @@ enum class Gate { Weight, Score, ScoreFp32 };
 // One position's projection: D gate values and D latent values, exact. `stored`:
 // the 2 D floats a ring entry holds for it, when it came from a float buffer (the
 // bytes a ring copy must reproduce, -0 included).
+// Small vectors: the properties and fuzz targets step thousands of positions of
+// D = 1 to 4 through the model, and a heap block per field dominated their time.
+template <class T>
+using Channels = boost::container::small_vector<T, 4>;
 struct Position {
-  std::vector<Rational> gate, value;
-  std::vector<float> stored;
+  Channels<Rational> gate, value;
+  Channels<float> stored;
   friend bool operator==(const Position&, const Position&) = default;
 };
 

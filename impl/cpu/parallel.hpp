@@ -25,9 +25,9 @@ inline std::atomic<std::size_t>& thread_limit() {
 
 template <class RowFn>
 void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {
-  const std::size_t hw = thread_limit().load() != 0
-                             ? thread_limit().load()
-                             : std::max(1u, std::thread::hardware_concurrency());
+  // hardware_concurrency() reads /sys on every call: once is enough.
+  static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t hw = thread_limit().load() != 0 ? thread_limit().load() : cores;
   const std::size_t threads =
       std::min({hw, rows, rows * elements_per_row / std::max<std::size_t>(1, parallel_threshold().load()) + 1});
   if (threads <= 1) {
