@@ -1,6 +1,8 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "impl/compress_math.hpp"
@@ -14,6 +16,8 @@ namespace ce = compress_error;
 using impl::Step;
 
 constexpr unsigned long long kNoError = kNoRefusal;
+constexpr unsigned long long kRingBit = 1ull << 63;  // a refusal naming a ring index
+constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
 
 // One request as the kernels see it; rows and tokens of request i start at its
 // offsets (the host's plan), so a block finds its request by binary search.
@@ -39,94 +43,174 @@ __device__ std::size_t find_request(const RequestMeta* requests, std::size_t n, 
   return lo;
 }
 
-__device__ inline const float* ring_entry(const float* ring, const RequestMeta& q, std::int64_t p, const Geometry& g) {
-  return ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+// This warp's share of `count` consecutive items (rows or tokens) in order,
+// body(request, item): a contiguous range, so the owning request is found once by
+// binary search and then followed forward (a search per row kept each short-lived
+// warp waiting on a chain of dependent loads). The grid is what fits on the device.
+template <class Offset, class Body>
+__device__ void for_each_item(const RequestMeta* requests, std::size_t n, std::size_t count, Offset offset,
+                              Body body) {
+  const std::size_t warps = std::size_t(gridDim.x) * (blockDim.x / 32);
+  const std::size_t warp = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::size_t share = (count + warps - 1) / warps, first = warp * share;
+  const std::size_t last = first + share < count ? first + share : count;
+  if (first >= last) return;
+  std::size_t i = find_request(requests, n, first, offset);
+  for (std::size_t x = first; x < last; ++x) {
+    while (i + 1 < n && std::size_t(offset(requests[i + 1])) <= x) ++i;
+    body(requests[i], x);
+  }
 }
 
-// The model's refusal order: the first non-finite projected value (lowest index),
-// else the lowest non-finite old ring entry a request reads (top bit set).
-__global__ void validate(const float* projected, std::size_t n, const float* ring, const RequestMeta* requests,
-                         std::size_t request_count, Geometry g, unsigned long long* error) {
+__device__ inline std::size_t warp_id() { return (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; }
+__device__ inline std::size_t warp_count() { return std::size_t(gridDim.x) * (blockDim.x / 32); }
+
+// Where position p of request q is read from: positions before the step's start
+// from the ring (entry p mod S of its slot), the step's own from `projected` (for
+// decode the same bytes the ring is about to hold: S >= r + qmax - 1 keeps those
+// entries apart from every old one read). `index`: the flat index a refusal names.
+struct Input {
+  const float* at;
+  unsigned long long index;
+};
+__device__ inline Input input_of(const RequestMeta& q, std::int64_t p, const float* projected, const float* ring,
+                                 const Geometry& g) {
+  if (p < q.start) {
+    const std::size_t at = (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+    return {ring + at, kRingBit | at};
+  }
+  const std::size_t at = std::size_t(q.token_offset + p - q.start) * g.width;
+  return {projected + at, at};
+}
+
+__device__ inline void report(unsigned long long* error, unsigned long long index) {
+  if (error != nullptr) atomicMin(error, index);
+}
+
+__device__ inline bool all_finite(const float4& x) {
+  return isfinite(x.x) && isfinite(x.y) && isfinite(x.z) && isfinite(x.w);
+}
+
+__device__ inline float component(const float4& x, int k) { return k == 0 ? x.x : k == 1 ? x.y : k == 2 ? x.z : x.w; }
+
+// One completed group's row, a warp's lanes over the channels. R in {1, 2, 4}:
+// channels 4 at a time from 16-byte loads, the group in registers; R = 0: any
+// ratio, one channel at a time. Every non-finite value read is reported.
+template <int R>
+__device__ void group_row(const RequestMeta& q, std::int64_t j, const float* projected, const float* ring,
+                          const Geometry& g, unsigned long long* error, std::uint16_t* out, unsigned lane) {
+  const unsigned D = g.dim;
+  if constexpr (R > 0) {
+    constexpr int kQuads = R < 2 ? 2 : 1;  // 4 loads in flight per lane before any use
+    Input in[R];
+#pragma unroll
+    for (int t = 0; t < R; ++t) in[t] = input_of(q, j * R + t, projected, ring, g);
+    for (unsigned base = 4 * lane; base < D; base += 128 * kQuads) {
+      float4 s[kQuads][R], v[kQuads][R];
+#pragma unroll
+      for (int k = 0; k < kQuads; ++k)
+#pragma unroll
+        for (int t = 0; t < R; ++t)
+          if (base + 128 * k < D) {
+            s[k][t] = __ldg(reinterpret_cast<const float4*>(in[t].at + base + 128 * k));
+            v[k][t] = __ldg(reinterpret_cast<const float4*>(in[t].at + D + base + 128 * k));
+          }
+#pragma unroll
+      for (int k = 0; k < kQuads; ++k) {
+        const unsigned d = base + 128 * k;
+        if (d >= D) break;
+        bool finite = true;
+#pragma unroll
+        for (int t = 0; t < R; ++t) finite = finite && all_finite(s[k][t]) && all_finite(v[k][t]);
+        if (!finite)
+          for (int t = 0; t < R; ++t)
+            for (unsigned c = 0; c < 4; ++c) {
+              if (!isfinite(component(s[k][t], int(c)))) report(error, in[t].index + d + c);
+              if (!isfinite(component(v[k][t], int(c)))) report(error, in[t].index + D + d + c);
+            }
+        std::uint16_t z[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c)
+          z[c] = impl::bf16_nearest(impl::gated_mean([&](int t) { return component(s[k][t], c); },
+                                                     [&](int t) { return component(v[k][t], c); }, R));
+        *reinterpret_cast<uint2*>(out + d) = make_uint2(z[0] | unsigned(z[1]) << 16, z[2] | unsigned(z[3]) << 16);
+      }
+    }
+  } else {
+    const std::int64_t r = g.ratio;
+    for (unsigned d = lane; d < D; d += 32) {
+      for (std::int64_t t = 0; t < r; ++t) {
+        const Input in = input_of(q, j * r + t, projected, ring, g);
+        if (!isfinite(in.at[d])) report(error, in.index + d);
+        if (!isfinite(in.at[D + d])) report(error, in.index + D + d);
+      }
+      const auto at = [&](int t) { return input_of(q, j * r + t, projected, ring, g).at; };
+      out[d] = impl::bf16_nearest(impl::gated_mean([&](int t) { return at(t)[d]; },
+                                                   [&](int t) { return at(t)[D + d]; }, int(r)));
+    }
+  }
+}
+
+// Prefill, pass 1 (reads, writes only the staging buffer): output row x into
+// `staged` and its row number j (-1: placeholder) into `staged_j`, then each
+// request's pending positions, the ones no row reads. So every input the step
+// reads is checked exactly where it is read.
+template <int R>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, 5) prefill_rows(const RequestMeta* requests, std::size_t request_count, std::size_t row_count,
+                             const float* projected, const float* ring, Geometry g, std::uint16_t* staged,
+                             std::int32_t* staged_j, unsigned long long* error) {
+  const unsigned lane = threadIdx.x % 32;
+  const std::int64_t r = g.ratio;
+  for_each_item(requests, request_count, row_count, [](const RequestMeta& m) { return m.row_offset; },
+                [&](const RequestMeta& q, std::size_t row) {
+                  const std::int64_t s = q.start, e = q.start + q.tokens;
+                  const std::int64_t j = e / r == s / r ? -1 : s / r + (std::int64_t(row) - q.row_offset);
+                  if (lane == 0) staged_j[row] = std::int32_t(j);
+                  std::uint16_t* out = staged + row * g.dim;
+                  if (j < 0) {
+                    for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
+                  } else {
+                    group_row<R>(q, j, projected, ring, g, error, out, lane);
+                  }
+                });
+  for (std::size_t i = warp_id(); i < request_count; i += warp_count()) {
+    const RequestMeta q = requests[i];
+    const std::int64_t e = q.start + q.tokens, first = e / r * r > q.start ? e / r * r : q.start;
+    const std::size_t from = std::size_t(q.token_offset + first - q.start) * g.width;
+    const std::size_t to = std::size_t(q.token_offset + q.tokens) * g.width;
+    for (std::size_t k = from + lane; k < to; k += 32)
+      if (!isfinite(projected[k])) report(error, k);
+  }
+}
+
+// Prefill, pass 2, only when nothing was refused: the staged rows and their
+// numbers to the caller's buffers.
+__global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* staged_j, std::size_t row_count,
+                            unsigned dim, std::int64_t ratio, std::uint16_t* rows, std::int32_t* row_index,
+                            std::int32_t* positions, bool vector, const unsigned long long* error) {
+  if (*error != kNoError) return;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  // 16 bytes per load where aligned: this pass reads every input once
-  const std::size_t vectors = reinterpret_cast<std::uintptr_t>(projected) % 16 == 0 ? n / 4 : 0;
-  for (std::size_t v = first; v < vectors; v += stride) {
-    const float4 x = __ldg(reinterpret_cast<const float4*>(projected) + v);
-    if (!isfinite(x.x) || !isfinite(x.y) || !isfinite(x.z) || !isfinite(x.w))
-      for (std::size_t i = 4 * v; i < 4 * v + 4; ++i)
-        if (!isfinite(projected[i])) atomicMin(error, i);
-  }
-  for (std::size_t i = 4 * vectors + first; i < n; i += stride)
-    if (!isfinite(projected[i])) atomicMin(error, i);
-  const std::size_t per_request = std::size_t(g.ratio - 1) * g.width;  // at most r - 1 old inputs
-  for (std::size_t i = first; i < request_count * per_request; i += stride) {
-    const RequestMeta q = requests[i / per_request];
-    const std::int64_t k = std::int64_t(i % per_request / g.width), c = std::int64_t(i % g.width);
-    const std::int64_t p = q.start / g.ratio * g.ratio + k;  // old positions [r floor(s/r), s)
-    const bool completes = (q.start + q.tokens) / g.ratio != q.start / g.ratio;
-    if (!completes || p >= q.start) continue;
-    const std::size_t at = std::size_t(ring_entry(ring, q, p, g) - ring) + std::size_t(c);
-    if (!isfinite(ring[at])) atomicMin(error, (1ull << 63) | at);
+  const std::size_t n = row_count * dim, vectors = vector ? n / 8 : 0;
+  for (std::size_t i = first; i < vectors; i += stride)
+    reinterpret_cast<uint4*>(rows)[i] = reinterpret_cast<const uint4*>(staged)[i];
+  for (std::size_t i = 8 * vectors + first; i < n; i += stride) rows[i] = staged[i];
+  for (std::size_t i = first; i < row_count; i += stride) {
+    const std::int32_t j = staged_j[i];
+    row_index[i] = j;
+    positions[i] = j < 0 ? 0 : std::int32_t(j * ratio);
   }
 }
 
-// Block x: output row x, threads over channels.
-template <bool kDecode>
-__global__ void rows_kernel(const RequestMeta* requests, std::size_t request_count, const float* projected,
-                            const float* ring, Geometry g, std::uint16_t* rows, std::int32_t* row_index,
-                            std::int32_t* positions) {
-  __shared__ std::size_t request;
-  const std::size_t row = blockIdx.x;
-  if (threadIdx.x == 0)
-    request = find_request(requests, request_count, row, [](const RequestMeta& q) { return q.row_offset; });
-  __syncthreads();
-  const RequestMeta q = requests[request];
-  const std::int64_t r = g.ratio, s = q.start, local = std::int64_t(row) - q.row_offset;
-  std::int64_t j;  // the completed row, or -1
-  if (kDecode) {
-    const std::int64_t p = s + local;
-    j = p % r == r - 1 ? p / r : -1;
-  } else {
-    j = (s + q.tokens) / r == s / r ? -1 : s / r + local;
-  }
-  if (threadIdx.x == 0) {
-    row_index[row] = std::int32_t(j);
-    positions[row] = j < 0 ? 0 : std::int32_t(j * r);
-  }
-  // prefill reads old inputs from the ring, new ones from projected; decode reads
-  // the ring, which already holds the step's positions
-  const auto input = [&](int t) {
-    const std::int64_t p = j * r + t;
-    return kDecode || p < s ? ring_entry(ring, q, p, g)
-                            : projected + std::size_t(q.token_offset + p - s) * g.width;
-  };
-  for (unsigned d = threadIdx.x; d < g.dim; d += blockDim.x) {
-    std::uint16_t out = 0;
-    if (j >= 0)
-      out = impl::bf16_nearest(impl::gated_mean([&](int t) { return input(t)[d]; },
-                                                [&](int t) { return input(t)[g.dim + d]; }, int(r)));
-    rows[row * g.dim + d] = out;
-  }
-}
-
-// Decode, block x: token x of the batch, every position written. Prefill, block
-// (x, k): request x's k-th last position, if the chunk has one: a chunk keeps its
-// last S positions. 16 bytes at a time when aligned.
-template <bool kDecode>
-__global__ void copy_kernel(const RequestMeta* requests, std::size_t request_count, const float* projected,
-                            float* ring, Geometry g, bool vector) {
-  __shared__ std::size_t request;
-  if (threadIdx.x == 0)
-    request = kDecode ? find_request(requests, request_count, blockIdx.x,
-                                     [](const RequestMeta& q) { return q.token_offset; })
-                      : blockIdx.x;
-  __syncthreads();
-  const RequestMeta q = requests[request];
+// Prefill, pass 2: block (x, k) copies request x's k-th last position into the
+// ring, if the chunk has one (a chunk keeps its last S positions).
+__global__ void keep_in_ring(const RequestMeta* requests, const float* projected, float* ring, Geometry g,
+                             bool vector, const unsigned long long* error) {
+  if (*error != kNoError) return;
+  const RequestMeta q = requests[blockIdx.x];
   const std::int64_t kept = q.tokens < g.ring ? q.tokens : g.ring;
-  for (std::int64_t k = blockIdx.y; k < (kDecode ? 1 : kept); k += gridDim.y) {
-    const std::int64_t local = kDecode ? std::int64_t(blockIdx.x) - q.token_offset : q.tokens - 1 - k;
-    const std::int64_t p = q.start + local;
+  for (std::int64_t k = blockIdx.y; k < kept; k += gridDim.y) {
+    const std::int64_t local = q.tokens - 1 - k, p = q.start + local;
     const float* from = projected + std::size_t(q.token_offset + local) * g.width;
     float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
     if (vector) {
@@ -138,6 +222,120 @@ __global__ void copy_kernel(const RequestMeta* requests, std::size_t request_cou
   }
 }
 
+// Decode, pass 1: the model's refusal order, the first non-finite projected value
+// (lowest index), else the lowest non-finite old ring entry a request reads.
+__global__ void validate(const float* projected, std::size_t n, const float* ring, const RequestMeta* requests,
+                         std::size_t request_count, Geometry g, unsigned long long* error) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  // 16 bytes per load where aligned: this pass reads every input once
+  const std::size_t vectors = reinterpret_cast<std::uintptr_t>(projected) % 16 == 0 ? n / 4 : 0;
+  constexpr int kLoads = 4;  // in flight per thread before any test
+  for (std::size_t base = first; base < vectors; base += kLoads * stride) {
+    float4 x[kLoads];
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k)
+      if (base + k * stride < vectors) x[k] = __ldg(reinterpret_cast<const float4*>(projected) + base + k * stride);
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) {
+      const std::size_t v = base + k * stride;
+      if (v < vectors && !all_finite(x[k]))
+        for (std::size_t i = 4 * v; i < 4 * v + 4; ++i)
+          if (!isfinite(projected[i])) report(error, i);
+    }
+  }
+  for (std::size_t i = 4 * vectors + first; i < n; i += stride)
+    if (!isfinite(projected[i])) report(error, i);
+  const unsigned lane = threadIdx.x % 32;
+  for (std::size_t i = warp_id(); i < request_count; i += warp_count()) {  // old positions [r floor(s/r), s)
+    const RequestMeta q = requests[i];
+    if ((q.start + q.tokens) / g.ratio == q.start / g.ratio) continue;  // completes nothing: reads nothing old
+    for (std::int64_t p = q.start / g.ratio * g.ratio; p < q.start; ++p) {
+      const Input in = input_of(q, p, projected, ring, g);
+      for (unsigned c = lane; c < g.width; c += 32)
+        if (!isfinite(in.at[c])) report(error, in.index + c);
+    }
+  }
+}
+
+// Decode, pass 2, only when nothing was refused: token x's position into its ring
+// entry, then its output row, completed when p mod r = r - 1.
+template <int R>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, 5) decode_rows(const RequestMeta* requests, std::size_t request_count, std::size_t token_count,
+                            const float* projected, float* ring, Geometry g, std::uint16_t* rows,
+                            std::int32_t* row_index, std::int32_t* positions, bool vector,
+                            const unsigned long long* error) {
+  if (*error != kNoError) return;
+  const unsigned lane = threadIdx.x % 32;
+  for_each_item(
+      requests, request_count, token_count, [](const RequestMeta& m) { return m.token_offset; },
+      [&](const RequestMeta& q, std::size_t token) {
+        const std::int64_t r = g.ratio, p = q.start + (std::int64_t(token) - q.token_offset);
+        const float* from = projected + token * g.width;
+        float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+        if (vector) {
+          for (unsigned i = lane; i < g.width / 4; i += 32)
+            reinterpret_cast<float4*>(to)[i] = reinterpret_cast<const float4*>(from)[i];
+        } else {
+          for (unsigned i = lane; i < g.width; i += 32) to[i] = from[i];
+        }
+        const std::int64_t j = p % r == r - 1 ? p / r : -1;
+        if (lane == 0) {
+          row_index[token] = std::int32_t(j);
+          positions[token] = j < 0 ? 0 : std::int32_t(j * r);
+        }
+        std::uint16_t* out = rows + token * g.dim;
+        if (j < 0) {
+          for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
+        } else {
+          group_row<R>(q, j, projected, ring, g, nullptr, out, lane);
+        }
+      });
+}
+
+// Calls f(std::integral_constant<int, R>) for the kernels' ratio template: the
+// register path for r in {1, 2, 4}, 0 (any ratio) otherwise.
+template <class F>
+void with_ratio(int ratio, F f) {
+  switch (ratio) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: return f(std::integral_constant<int, 0>{});
+  }
+}
+
+unsigned grid_for(std::size_t work, std::size_t per_block, std::size_t most = std::size_t(1) << 31) {
+  return unsigned(std::min((work + per_block - 1) / per_block, most));
+}
+
+// Blocks of kWarpsPerBlock warps for `warps` warps of work, at most what the
+// device holds at once (the row kernels' warps persist over their share).
+// Asked once per kernel and device (the queries cost microseconds per call).
+template <auto kernel>
+unsigned resident_grid(std::size_t warps) {
+  constexpr int kDevices = 64;
+  thread_local int resident[kDevices] = {};
+  int device = 0;
+  cudaGetDevice(&device);
+  int& blocks = resident[device % kDevices];
+  if (blocks == 0) {
+    int sms = 1, per_sm = 1;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, int(32 * kWarpsPerBlock), 0);
+    blocks = std::max(1, sms * per_sm);
+  }
+  return std::max(1u, grid_for(warps, kWarpsPerBlock, std::size_t(blocks)));
+}
+
+bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
+
+// Both steps read each input once where they use it and write nothing the caller
+// sees until the device's verdict word says nothing was refused: prefill computes
+// its rows into a staging buffer while checking what it reads, then commits them
+// and the ring's new entries; decode checks its inputs in a first pass, then its
+// ring writes and rows. The pass-2 kernels read the word themselves, so the host
+// waits once, at the end, for the verdict it returns.
 Status<CompressError> run(std::span<const CompressRequest> requests, std::span<const float> projected,
                           std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
                           std::span<std::int32_t> row_index, std::span<std::int32_t> positions, Step step,
@@ -146,55 +344,61 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
                                        row_index.size(), positions.size());
   if (auto* e = std::get_if<CompressError>(&planned)) return *e;
   const auto& plan = std::get<impl::CompressPlan>(planned);
+  if (requests.empty()) return Ok{};
   std::vector<RequestMeta> meta;
   for (std::size_t i = 0; i < requests.size(); ++i)
     meta.push_back({requests[i].start, std::int64_t(plan.token_offset[i]), std::int64_t(plan.row_offset[i]),
                     requests[i].state_slot, requests[i].tokens});
-  void* device_meta = nullptr;
-  if (int e = upload_scratch(meta.data(), meta.size() * sizeof(RequestMeta), stream, &device_meta))
+  const bool decode = step == Step::Decode;
+  const auto round_up = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
+  const std::size_t meta_bytes = round_up(meta.size() * sizeof(RequestMeta));
+  const std::size_t staged_bytes = decode ? 0 : round_up(plan.rows * shape.dim * 2);
+  void* scratch = nullptr;
+  if (int e = upload_scratch(meta.data(), meta.size() * sizeof(RequestMeta), stream, &scratch,
+                             meta_bytes + staged_bytes + (decode ? 0 : plan.rows * 4)))
     return ce::DeviceFailure{e};
-  const auto* d_meta = static_cast<const RequestMeta*>(device_meta);
+  const auto* d_meta = static_cast<const RequestMeta*>(scratch);
+  auto* staged = reinterpret_cast<std::uint16_t*>(static_cast<char*>(scratch) + meta_bytes);
+  auto* staged_j = reinterpret_cast<std::int32_t*>(static_cast<char*>(scratch) + meta_bytes + staged_bytes);
   const Geometry g{shape.ratio, std::int64_t(shape.ring), unsigned(shape.dim), unsigned(2 * shape.dim)};
+  const bool vector = shape.dim % 4 == 0 && aligned(projected.data(), 16) && aligned(ring.data(), 16);
+  const int R = vector && (!decode || aligned(rows.data(), 8)) ? int(shape.ratio) : 0;
+  const unsigned warp_threads = 32 * kWarpsPerBlock;
 
   Verdict v;
-  if (int e = begin_verdict(v, stream)) return ce::DeviceFailure{e};
-  const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
-  const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256 + 1, 4096));
-  validate<<<blocks, 256, 0, stream>>>(projected.data(), projected.size(), ring.data(), d_meta, meta.size(), g,
-                                       v.word);
-  if (int e = end_verdict(v, stream)) return ce::DeviceFailure{e};
-  if (*v.host != kNoError) {
-    release_scratch(stream);
-    const bool in_ring = *v.host >> 63;
-    return ce::NonFiniteInput{in_ring ? 1 : 0, std::size_t(*v.host & ~(1ull << 63))};
+  int failure = begin_verdict(v, stream);
+  if (failure == 0 && decode) {
+    const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
+    validate<<<grid_for(work, 256, 4096) + 1, 256, 0, stream>>>(projected.data(), projected.size(), ring.data(),
+                                                                d_meta, meta.size(), g, v.word);
+    if (plan.tokens > 0)
+      with_ratio(R, [&](auto r) {
+        decode_rows<r()><<<resident_grid<decode_rows<r()>>(plan.tokens), warp_threads, 0, stream>>>(
+            d_meta, meta.size(), plan.tokens, projected.data(), ring.data(), g, rows.data(), row_index.data(),
+            positions.data(), vector, v.word);
+      });
+  } else if (failure == 0) {
+    with_ratio(R, [&](auto r) {
+      prefill_rows<r()><<<resident_grid<prefill_rows<r()>>(plan.rows), warp_threads, 0, stream>>>(
+          d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, v.word);
+    });
+    commit_rows<<<grid_for(std::max(plan.rows * shape.dim / 8, plan.rows), 256, 4096) + 1, 256, 0, stream>>>(
+        staged, staged_j, plan.rows, unsigned(shape.dim), shape.ratio, rows.data(), row_index.data(),
+        positions.data(), aligned(rows.data(), 16), v.word);
+    if (plan.tokens > 0) {
+      std::size_t most = 1;
+      for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
+      const dim3 grid(unsigned(meta.size()), unsigned(std::min({shape.ring, most, std::size_t(65535)})));
+      keep_in_ring<<<grid, 128, 0, stream>>>(d_meta, projected.data(), ring.data(), g, vector, v.word);
+    }
   }
-  const bool vector = g.width % 4 == 0 && reinterpret_cast<std::uintptr_t>(projected.data()) % 16 == 0 &&
-                      reinterpret_cast<std::uintptr_t>(ring.data()) % 16 == 0;
-  const unsigned threads = shape.dim >= 256 ? 256 : unsigned((shape.dim + 31) / 32 * 32);
-  const bool decode = step == Step::Decode;
-  const auto launch_rows = [&] {
-    if (plan.rows == 0) return;
-    (decode ? rows_kernel<true> : rows_kernel<false>)<<<unsigned(plan.rows), threads, 0, stream>>>(
-        d_meta, meta.size(), projected.data(), ring.data(), g, rows.data(), row_index.data(), positions.data());
-  };
-  const auto launch_copies = [&] {
-    if (plan.tokens == 0) return;
-    std::size_t most = 1;
-    for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
-    const dim3 grid = decode ? dim3(unsigned(plan.tokens))
-                             : dim3(unsigned(meta.size()), unsigned(std::min({shape.ring, most, std::size_t(65535)})));
-    (decode ? copy_kernel<true> : copy_kernel<false>)<<<grid, 128, 0, stream>>>(d_meta, meta.size(), projected.data(),
-                                                                             ring.data(), g, vector);
-  };
-  if (decode) {  // every new position is written before any is read
-    launch_copies();
-    launch_rows();
-  } else {  // old inputs are read before the chunk's writes
-    launch_rows();
-    launch_copies();
-  }
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return ce::DeviceFailure{int(e)};
-  if (int e = release_scratch(stream)) return ce::DeviceFailure{e};
+  if (failure == 0) failure = cudaGetLastError();
+  // recorded on every path: the next call's upload waits for this one's copy
+  if (const int e = release_scratch(stream); failure == 0) failure = e;
+  if (failure == 0) failure = end_verdict(v, stream);
+  if (failure != 0) return ce::DeviceFailure{failure};
+  if (*v.host != kNoError)
+    return ce::NonFiniteInput{*v.host & kRingBit ? 1 : 0, std::size_t(*v.host & ~kRingBit)};
   return Ok{};
 }
 }  // namespace

@@ -2,8 +2,9 @@
 // contract (impl/cpu/compress.hpp) with the tensors in device memory and the
 // requests, the scheduler's metadata, in host memory. Same arithmetic as the CPU
 // (impl/compress_math.hpp): the same bits. Refusals from sizes and metadata are
-// decided on the host; a validation kernel checks the inputs it will read for
-// NaN/inf and the call waits for its verdict, so a refused call writes nothing.
+// decided on the host; NaN/inf in the inputs a step reads are found on the device
+// before anything the caller sees is written (prefill stages its rows, decode
+// checks first), and the call returns once the device's verdict is in.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -63,12 +65,17 @@ struct Scratch {
   void* buffer = nullptr;
   std::size_t bytes = 0;
   cudaEvent_t done = nullptr;
+  // Pinned mirror of the copied part: a copy from pageable memory blocks the host
+  // for several microseconds per call, from pinned memory it is queued.
+  void* pinned = nullptr;
+  std::size_t pinned_bytes = 0;
 };
 struct ScratchSlots {
   std::vector<std::pair<int, Scratch>> by_device;
   ~ScratchSlots() {
     for (auto& [device, s] : by_device) {
       cudaFree(s.buffer);
+      cudaFreeHost(s.pinned);
       if (s.done) cudaEventDestroy(s.done);
     }
   }
@@ -91,20 +98,28 @@ int current_scratch(Scratch** out) {
 }
 }  // namespace
 
-int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device) {
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve) {
   Scratch* s = nullptr;
   if (int e = current_scratch(&s)) return e;
   if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
-  if (bytes > s->bytes) {
+  if (const std::size_t needed = std::max(bytes, reserve); needed > s->bytes) {
     cudaFree(s->buffer);
     s->buffer = nullptr;
     s->bytes = 0;
-    if (cudaError_t e = cudaMalloc(&s->buffer, bytes); e != cudaSuccess) return e;
-    s->bytes = bytes;
+    if (cudaError_t e = cudaMalloc(&s->buffer, needed); e != cudaSuccess) return e;
+    s->bytes = needed;
   }
   *device = s->buffer;
   if (bytes == 0 || host == nullptr) return 0;
-  return cudaMemcpyAsync(s->buffer, host, bytes, cudaMemcpyHostToDevice, stream);
+  if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
+    cudaFreeHost(s->pinned);
+    s->pinned = nullptr;
+    s->pinned_bytes = 0;
+    if (cudaError_t e = cudaMallocHost(&s->pinned, bytes); e != cudaSuccess) return e;
+    s->pinned_bytes = bytes;
+  }
+  std::memcpy(s->pinned, host, bytes);
+  return cudaMemcpyAsync(s->buffer, s->pinned, bytes, cudaMemcpyHostToDevice, stream);
 }
 
 int release_scratch(Stream stream) {

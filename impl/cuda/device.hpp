@@ -33,8 +33,9 @@ int end_verdict(const Verdict& verdict, Stream stream);
 // grown on demand: upload_scratch waits until the same thread's previous call has
 // finished reading the buffer (release_scratch recorded that point on its stream),
 // then copies `bytes` from `host` on `stream` (host nullptr: no copy, the buffer
-// is only reserved). 0 or the cudaError_t.
-int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device);
+// is only reserved). The buffer holds at least max(bytes, reserve) bytes: room
+// for device-only work after the copied part. 0 or the cudaError_t.
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0);
 int release_scratch(Stream stream);
 
 }  // namespace aether::cuda
