@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(kWideThreads, 4) wide_collect(const float* sco
 __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t* ends, std::size_t k,
                                                              const WideRow* rows, const std::uint32_t* staging,
                                                              const unsigned long long* candidates,
-                                                             std::int32_t* out) {
+                                                             int index_bits, std::int32_t* out) {
   constexpr int kRankItems = kCandidates / kFinishThreads, kOutItems = kWideMaxK / kFinishThreads;
   using RankSort = cub::BlockRadixSort<unsigned long long, kFinishThreads, kRankItems>;
   using IndexSort = cub::BlockRadixSort<std::uint32_t, kFinishThreads, kOutItems>;
@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
     index[i] = c < k ? chosen[c] : 0xffffffffu;
   }
   __syncthreads();
-  IndexSort(storage.index).Sort(index);
+  IndexSort(storage.index).Sort(index, 0, index_bits);  // indices < width <= 2^index_bits
 #pragma unroll
   for (int i = 0; i < kOutItems; ++i) {
     const unsigned c = threadIdx.x * kOutItems + unsigned(i);
@@ -428,7 +428,10 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
     wide_bucket<<<unsigned(rows), kWideThreads, 0, stream>>>(hist, ends.data(), k, info);
     wide_collect<<<dim3(wide_chunks, unsigned(rows)), kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k,
                                                                                 info, staging, candidates);
-    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(ends.data(), k, info, staging, candidates, out.data());
+    int index_bits = 1;
+    while ((std::size_t(1) << index_bits) < width) ++index_bits;
+    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(ends.data(), k, info, staging, candidates, index_bits,
+                                                               out.data());
     select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), info);
   } else if (k > 0) {
     select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), nullptr);
