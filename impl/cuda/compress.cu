@@ -20,7 +20,7 @@ constexpr unsigned long long kRingBit = 1ull << 63;  // a refusal naming a ring 
 constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
 
 // One request as the kernels see it; rows and tokens of request i start at its
-// offsets (the host's plan), so a block finds its request by binary search.
+// offsets (the host's plan), so a warp finds its request by binary search.
 struct RequestMeta {
   std::int64_t start, token_offset, row_offset;
   std::int32_t slot, tokens;
