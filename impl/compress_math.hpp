@@ -35,7 +35,10 @@ AETHER_HD inline float scale_by_power_of_two(float y, int k) {
 AETHER_HD inline float exp_nonpositive(float x) {
   if (x < -104.0f) return 0.0f;
   constexpr float kRound = 12582912.0f;  // 1.5 2^23: v + kRound - kRound = rint(v), |v| < 2^22
-  const float k = (x * 1.44269504088896341f + kRound) - kRound;
+  // One rounding of x log2 e, written as the fma: CUDA fuses a * b + c by default and
+  // g++ only where FMA instructions are enabled, so the plain expression rounded
+  // twice in some builds and picked another k there (tests/compress_test.cpp).
+  const float k = fmaf(x, 1.44269504088896341f, kRound) - kRound;
   float f = fmaf(k, -0.693359375f, x);
   f = fmaf(k, 2.12194440e-4f, f);
   float p = 1.9875691500e-4f;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "impl/cpu/compress.hpp"
+#include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/parallel.hpp"
 #include "model/compress.hpp"
 #include "props/support/compress_gen.hpp"
@@ -269,27 +270,39 @@ AETHER_PROP(CompressCpu, any_verify_schedule_gives_the_same_bits_as_the_accepted
   rollbacks_agree(props::cpu_compress_backend());
 }
 
+// One CPU call on a copy of the batch's ring, with `threads` threads and the AVX2 +
+// FMA build allowed or not: (accepted, ring, rows, indices, positions).
+auto cpu_run(const props::BatchCall& c, std::size_t threads, bool simd) {
+  cpu::thread_limit() = threads;
+  cpu::parallel_threshold() = 1;
+  cpu::simd_allowed() = simd;
+  std::vector<float> ring = c.ring;
+  std::vector<std::uint16_t> rows(c.rows * c.shape.dim);
+  std::vector<std::int32_t> index(c.rows), positions(c.rows);
+  const auto backend = props::cpu_compress_backend();
+  const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring, c.shape, rows, index, positions);
+  cpu::thread_limit() = 0;
+  cpu::parallel_threshold() = std::size_t(1) << 17;
+  cpu::simd_allowed() = true;
+  return std::tuple(st.ok(), ring, rows, index, positions);
+}
+
+void same_results(const auto& a, const auto& b) {
+  RC_ASSERT(std::get<0>(a) == std::get<0>(b));
+  RC_ASSERT(std::memcmp(std::get<1>(a).data(), std::get<1>(b).data(), std::get<1>(a).size() * 4) == 0);
+  RC_ASSERT(std::get<2>(a) == std::get<2>(b));
+  RC_ASSERT(std::get<3>(a) == std::get<3>(b));
+  RC_ASSERT(std::get<4>(a) == std::get<4>(b));
+}
+
 AETHER_PROP(CompressCpu, the_same_on_every_thread_count, "L3", ()) {
   const props::BatchCall c = *props::gen_batch_call(false);
-  const auto run = [&](std::size_t threads) {
-    cpu::thread_limit() = threads;
-    cpu::parallel_threshold() = 1;
-    std::vector<float> ring = c.ring;
-    std::vector<std::uint16_t> rows(c.rows * c.shape.dim);
-    std::vector<std::int32_t> index(c.rows), positions(c.rows);
-    const auto backend = props::cpu_compress_backend();
-    const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring, c.shape, rows, index, positions);
-    cpu::thread_limit() = 0;
-    cpu::parallel_threshold() = std::size_t(1) << 17;
-    return std::tuple(st.ok(), ring, rows, index, positions);
-  };
-  const auto one = run(1);
-  RC_ASSERT(std::get<0>(one) == std::get<0>(run(3)));
-  const auto three = run(3);
-  RC_ASSERT(std::memcmp(std::get<1>(one).data(), std::get<1>(three).data(), std::get<1>(one).size() * 4) == 0);
-  RC_ASSERT(std::get<2>(one) == std::get<2>(three));
-  RC_ASSERT(std::get<3>(one) == std::get<3>(three));
-  RC_ASSERT(std::get<4>(one) == std::get<4>(three));
+  same_results(cpu_run(c, 1, true), cpu_run(c, 3, true));
+}
+
+AETHER_PROP(CompressCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
+  const props::BatchCall c = *props::gen_batch_call(false);
+  same_results(cpu_run(c, 1, true), cpu_run(c, 1, false));
 }
 
 #ifdef AETHER_HAVE_CUDA

@@ -98,6 +98,8 @@ mutant compress impl-capacity-one-short impl/compress_plan.hpp \
   's|step == Step::Decode ? shape.ratio + qmax - 1 : shape.ratio|step == Step::Decode ? shape.ratio + qmax - 2 : shape.ratio|'
 mutant compress math-denominator-counts-positions impl/compress_math.hpp 's|    den += e;|    den += 1.0f;|'
 mutant compress math-exp-drops-ln2-low-part impl/compress_math.hpp 's|  f = fmaf(k, 2.12194440e-4f, f);||'
+mutant compress math-exp-rounds-the-product-twice impl/compress_math.hpp \
+  's|  const float k = fmaf(x, 1.44269504088896341f, kRound) - kRound;|  const float k = (x * 1.44269504088896341f + kRound) - kRound;|'
 mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
   's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
 mutant compress model-chunk-completes-one-less model/compress.cpp \

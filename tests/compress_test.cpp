@@ -7,6 +7,7 @@
 #include <random>
 
 #include "impl/compress_math.hpp"
+#include "impl/cpu/dispatch.hpp"
 #include "model/compress.hpp"
 #include "props/support/compress_gen.hpp"
 #include "props/support/property.hpp"
@@ -232,6 +233,29 @@ TEST_P(Compress, lab26_all_64_partitions_give_the_same_bits) {
     ASSERT_TRUE(got.ok());
     EXPECT_EQ(got.value().rows, want.value().rows) << "cuts " << cuts;
     EXPECT_EQ(props::ring_positions(got.value(), shape, 6, 7), props::ring_positions(want.value(), shape, 6, 7));
+  }
+}
+
+// k = rint(x log2 e) picks the exp's reduction, from the exactly rounded product
+// (one fma). x = -0x1.92068p+5: x log2 e = -72.5000037 gives k = -73; the product
+// rounded to a float first is -72.5, which would give k = -72, an exp one ulp off
+// (0x1.6a0998p-73 against 0x1.6a099ap-73) and, times a latent of 0x1.15e4d6p+73,
+// the bf16 row 0x3fc4 instead of 0x3fc5. nvcc fuses a * b + c by default, and g++
+// contracts it in the AVX2 + FMA build but not in the portable one, so before the
+// fma was written out the CPU's two builds (and CUDA) gave different rows here.
+TEST_P(Compress, the_exp_reduction_rounds_x_log2e_once) {
+  const CompressShape shape{2, 1, 2, 1};
+  const std::vector<CompressRequest> requests{{0, 0, 2}};
+  const std::vector<float> projected{-0x1.92068p+5f, 0x1.15e4d6p+73f, 0.0f, 0.0f};  // (score, latent) x 2
+  for (const bool simd : {true, false}) {  // the CPU's AVX2 + FMA build and its portable one
+    cpu::simd_allowed() = simd;
+    std::vector<float> ring(4, 0.0f);
+    std::vector<std::uint16_t> rows(1, 0);
+    std::vector<std::int32_t> index(1), positions(1);
+    const bool ok = backend.prefill(requests, projected, ring, shape, rows, index, positions).ok();
+    cpu::simd_allowed() = true;
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(rows[0], 0x3fc5) << (simd ? "" : "portable");
   }
 }
 
