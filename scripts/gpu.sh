@@ -57,5 +57,16 @@ step paging_bench_cuda "$build/bench/paging_bench_cuda"
 cat "$out/paging_bench_cuda.log"
 step compress_bench_cuda "$build/bench/compress_bench_cuda"
 cat "$out/compress_bench_cuda.log"
+# Mutants staged by `AETHER_MUTANT_STAGE=BUILD/mutants scripts/mutants.sh`: each must
+# fail its CUDA tests or properties (few cases, a time limit: a wrong kernel can make
+# shrinking slow).
+for m in "$build"/mutants/*/; do
+  [ -d "$m" ] || continue
+  name=$(basename "$m")
+  failed=$( { RC_PARAMS=max_success=300 timeout 60 "$m"/*_props --gtest_brief=1 --gtest_filter='*Cuda.*'
+              timeout 60 "$m"/*_test --gtest_brief=1 --gtest_filter='*Cuda.*:*/cuda'; } 2>&1 | grep -c '^\[  FAILED  \] [A-Z].*(')
+  if [ "$failed" -gt 0 ]; then echo "== mutant $name: killed by $failed failing tests"
+  else echo "== mutant $name: SURVIVED"; status=1; fi
+done
 echo "gpu.sh: $([ $status -eq 0 ] && echo all passed || echo FAILURES, see logs in $out)"
 exit $status

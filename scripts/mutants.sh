@@ -3,16 +3,40 @@
 # component fail. Breaks one line, rebuilds that component's suites, runs them,
 # restores the file. Exits non-zero if a mutant survives.
 # Usage: scripts/mutants.sh [build-dir] [component ...]   (default: every component)
+#
+# CUDA mutants need a GPU: with AETHER_MUTANT_STAGE=DIR set, only they are built,
+# each suite copied to DIR/NAME/ (the GPU host has no compiler), and
+# scripts/gpu.sh BUILD runs every BUILD/mutants/NAME there, expecting failures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
 shift || true
 only=" ${*:-witness indexer paging compress} "
+stage=${AETHER_MUTANT_STAGE:-}
 survivors=0
+
+cuda_mutant() {  # cuda_mutant COMPONENT NAME FILE SED-EXPRESSION: built only when staging
+  local component=$1 name=$2 file=$3 expr=$4 backup
+  [[ -n $stage && $only == *" $component "* ]] || return 0
+  backup=$(mktemp)
+  cp "$file" "$backup"
+  sed -i "$expr" "$file"
+  if cmp -s "$file" "$backup"; then
+    echo "mutant $name: the expression no longer applies to $file"; survivors=$((survivors + 1))
+  elif ! cmake --build "$build" --target "${component}_props" "${component}_test" >/dev/null 2>&1; then
+    echo "mutant $name: does not build"; survivors=$((survivors + 1))
+  else
+    mkdir -p "$stage/$name"
+    cp "$build/props/${component}_props" "$build/tests/${component}_test" "$stage/$name/"
+    echo "mutant $name: staged in $stage/$name"
+  fi
+  cp "$backup" "$file"
+  rm -f "$backup"
+}
 
 mutant() {  # mutant COMPONENT NAME FILE SED-EXPRESSION
   local component=$1 name=$2 file=$3 expr=$4 backup failed
-  [[ $only == *" $component "* ]] || return 0
+  [[ -z $stage && $only == *" $component "* ]] || return 0
   backup=$(mktemp)
   cp "$file" "$backup"
   sed -i "$expr" "$file"
@@ -105,6 +129,16 @@ mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
 mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
+# CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, the index a
+# 16-byte group reports, the bits the top-k's index sort covers.
+cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
+  's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
+cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
+  's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
+cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
+  's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
+
 for c in $only; do cmake --build "$build" --target "${c}_props" "${c}_test" >/dev/null 2>&1; done
+[ -n "$stage" ] && { echo "mutants: staged in $stage ($survivors failed to stage)"; exit $((survivors > 0)); }
 echo "mutants: $survivors survived"
 exit $((survivors > 0))
