@@ -124,6 +124,10 @@ mutant compress math-denominator-counts-positions impl/compress_math.hpp 's|    
 mutant compress math-exp-drops-ln2-low-part impl/compress_math.hpp 's|  f = fmaf(k, 2.12194440e-4f, f);||'
 mutant compress math-exp-rounds-the-product-twice impl/compress_math.hpp \
   's|  const float k = fmaf(x, 1.44269504088896341f, kRound) - kRound;|  const float k = (x * 1.44269504088896341f + kRound) - kRound;|'
+mutant compress cpu-exp8-k-minus-150-scaled-once impl/cpu/compress.cpp \
+  's|_mm256_cmpgt_epi32(ki, _mm256_set1_epi32(-150))|_mm256_cmpgt_epi32(ki, _mm256_set1_epi32(-151))|'
+mutant compress cpu-bf16-eight-lanes-packed-wrong impl/cpu/compress.cpp \
+  's|_mm256_permute4x64_epi64(packed, 0x08)|_mm256_permute4x64_epi64(packed, 0x00)|'
 mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
   's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
 mutant compress model-chunk-completes-one-less model/compress.cpp \

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "impl/compress_math.hpp"
+#include "impl/cpu/compress.hpp"
 #include "impl/cpu/dispatch.hpp"
 #include "model/compress.hpp"
 #include "props/support/compress_gen.hpp"
@@ -132,6 +133,27 @@ TEST(CompressImpl, shared_exp_is_within_the_assumed_bound) {
     const Rational slack = e.hi / Rational(1 << 21) + Rational(1, model::Integer(1) << 147);
     EXPECT_TRUE(e.lo - slack <= got && got <= e.hi + slack) << "x = " << x;
   }
+}
+
+// The CPU's AVX2 build runs the exp eight lanes at a time: the same bits as the
+// scalar exp (which the portable build and CUDA run) on every float in [-105, -80]
+// (the subnormal results, k = -150, the cut at -104) and on 2^22 more over [-2^9, 0].
+TEST(CompressImpl, the_eight_lane_exp_gives_the_scalar_bits) {
+  std::vector<float> xs;
+  for (float x = -105.0f; x <= -80.0f; x = std::nextafter(x, 0.0f)) xs.push_back(x);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<std::uint32_t> bits(0x80000000u, 0xC4000000u);  // -0 down to -512
+  for (int i = 0; i < (1 << 22); ++i) xs.push_back(std::bit_cast<float>(bits(rng)));
+  for (float x : {0.0f, -0.0f, -1e-45f, -104.0f, -0x1.92068p+5f}) xs.push_back(x);
+  while (xs.size() % 8) xs.push_back(-1.0f);
+  std::vector<float> lanes(xs.size());
+  if (!cpu::exp_nonpositive_avx2(xs.data(), lanes.data(), xs.size())) GTEST_SKIP() << "no AVX2 + FMA here";
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    if (std::bit_cast<std::uint32_t>(lanes[i]) != std::bit_cast<std::uint32_t>(impl::exp_nonpositive(xs[i])) &&
+        ++differ <= 5)
+      ADD_FAILURE() << "x = " << std::hexfloat << xs[i] << ": " << lanes[i] << " vs " << impl::exp_nonpositive(xs[i]);
+  EXPECT_EQ(differ, 0u) << "of " << xs.size();
 }
 
 // ---- the backends ---------------------------------------------------------------

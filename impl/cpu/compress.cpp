@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <vector>
 
 #include "impl/compress_math.hpp"
@@ -44,20 +45,76 @@ std::optional<CompressError> non_finite(const Call& c) {
 }
 
 // The channels of one completed group: g[t] is position t's entry (score row, latent
-// row at +D). Compiled twice: with AVX2 + FMA (fmaf one instruction) and portable
-// (fmaf from libm); fmaf is exact either way, so both give the same bits.
-[[gnu::always_inline]] inline void compress_channels(const float* const* g, int r, std::size_t D,
-                                                      std::uint16_t* row) {
-  for (std::size_t d = 0; d < D; ++d)
+// row at +D), channels [from, D). The portable build (fmaf from libm, exact) and the
+// CUDA kernels run exactly this.
+[[gnu::always_inline]] inline void compress_channels(const float* const* g, int r, std::size_t from,
+                                                      std::size_t D, std::uint16_t* row) {
+  for (std::size_t d = from; d < D; ++d)
     row[d] = impl::bf16_nearest(impl::gated_mean([&](int t) { return g[t][d]; },
                                                  [&](int t) { return g[t][D + d]; }, r));
 }
+void compress_channels_portable(const float* const* g, int r, std::size_t D, std::uint16_t* row) {
+  compress_channels(g, r, 0, D, row);
+}
+
+// 2^e on eight lanes, e in [-149, 0]: impl::scale_by_power_of_two's factor.
+__attribute__((target("avx2,fma"))) inline __m256 power_of_two8(__m256i e) {
+  const __m256i normal = _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23);
+  const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_add_epi32(e, _mm256_set1_epi32(149)));
+  const __m256i is_normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(-127));
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, is_normal));
+}
+
+// impl::exp_nonpositive on eight lanes, operation for operation (the same fma, +, *
+// and bit steps, each one IEEE rounding), so every lane has the scalar's bits; the
+// three outcomes (0 below -104, one scaling, two scalings for k = -150) are blended.
+__attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive8(__m256 x) {
+  const __m256 round = _mm256_set1_ps(12582912.0f);
+  const __m256 k = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round), round);
+  __m256 f = _mm256_fmadd_ps(k, _mm256_set1_ps(-0.693359375f), x);
+  f = _mm256_fmadd_ps(k, _mm256_set1_ps(2.12194440e-4f), f);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(f, f), f), _mm256_set1_ps(1.0f));
+  const __m256i ki = _mm256_cvttps_epi32(k);
+  const __m256 once = _mm256_mul_ps(y, power_of_two8(_mm256_max_epi32(ki, _mm256_set1_epi32(-149))));
+  const __m256 twice = _mm256_mul_ps(_mm256_mul_ps(y, power_of_two8(_mm256_set1_epi32(-75))),
+                                     power_of_two8(_mm256_add_epi32(ki, _mm256_set1_epi32(75))));
+  const __m256i scaled_once = _mm256_cmpgt_epi32(ki, _mm256_set1_epi32(-150));
+  const __m256 e = _mm256_blendv_ps(twice, once, _mm256_castsi256_ps(scaled_once));
+  return _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-104.0f), _CMP_LT_OQ), e);
+}
+
+// impl::bf16_nearest on eight lanes, packed to eight halves.
+__attribute__((target("avx2,fma"))) inline __m128i bf16_nearest8(__m256 z) {
+  const __m256i bits = _mm256_castps_si256(z);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i half = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), odd), 16);
+  const __m256i packed = _mm256_packus_epi32(half, half);  // per 128-bit lane: h0..h3 h0..h3 | h4..h7 h4..h7
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+}
+
+// Eight channels at a time: impl::gated_mean lane by lane (max, then e_t, num and den
+// for t ascending, one division), the rest of the channels as the portable build.
 __attribute__((target("avx2,fma"))) void compress_channels_avx2(const float* const* g, int r, std::size_t D,
                                                                 std::uint16_t* row) {
-  compress_channels(g, r, D, row);
-}
-void compress_channels_portable(const float* const* g, int r, std::size_t D, std::uint16_t* row) {
-  compress_channels(g, r, D, row);
+  std::size_t d = 0;
+  for (; d + 8 <= D; d += 8) {
+    __m256 m = _mm256_loadu_ps(g[0] + d);
+    for (int t = 1; t < r; ++t) m = _mm256_max_ps(m, _mm256_loadu_ps(g[t] + d));
+    __m256 num = _mm256_setzero_ps(), den = _mm256_setzero_ps();
+    for (int t = 0; t < r; ++t) {
+      const __m256 e = exp_nonpositive8(_mm256_sub_ps(_mm256_loadu_ps(g[t] + d), m));
+      num = _mm256_fmadd_ps(e, _mm256_loadu_ps(g[t] + D + d), num);
+      den = _mm256_add_ps(den, e);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(row + d), bf16_nearest8(_mm256_div_ps(num, den)));
+  }
+  compress_channels(g, r, d, D, row);
 }
 
 // One output row: a completed group read through `entry(p)`, or zeros with row -1
@@ -138,6 +195,16 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
                                       std::span<std::int32_t> row_index,
                                       std::span<std::int32_t> positions) {
   return run(Call{requests, projected, ring, shape, rows, row_index, positions}, Step::Decode);
+}
+
+__attribute__((target("avx2,fma"))) static void exp_lanes(const float* x, float* out, std::size_t n) {
+  for (std::size_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp_nonpositive8(_mm256_loadu_ps(x + i)));
+}
+
+bool exp_nonpositive_avx2(const float* x, float* out, std::size_t n) {
+  if (!use_avx2()) return false;
+  exp_lanes(x, out, n);
+  return true;
 }
 
 }  // namespace aether::cpu

@@ -13,6 +13,7 @@
 // impl/compress_math.hpp, the same as the CUDA backend's.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -31,5 +32,10 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
                                       const CompressShape& shape, std::span<std::uint16_t> rows,
                                       std::span<std::int32_t> row_index,
                                       std::span<std::int32_t> positions);
+
+// The AVX2 build's eight-lane exp, over n values (n a multiple of 8), for the test
+// that it gives impl::exp_nonpositive's bits on every input; false (nothing
+// written) where the CPU has no AVX2 + FMA.
+bool exp_nonpositive_avx2(const float* x, float* out, std::size_t n);
 
 }  // namespace aether::cpu
