@@ -100,6 +100,8 @@ __attribute__((target("avx2,fma"))) inline __m128i bf16_nearest8(__m256 z) {
 
 // Eight channels at a time: impl::gated_mean lane by lane (max, then e_t, num and den
 // for t ascending, one division), the rest of the channels as the portable build.
+// maxps and fmaxf may pick different zeros for +0 and -0; s - m is then +-0 and its
+// exp 1 either way, so the rows agree.
 __attribute__((target("avx2,fma"))) void compress_channels_avx2(const float* const* g, int r, std::size_t D,
                                                                 std::uint16_t* row) {
   std::size_t d = 0;
