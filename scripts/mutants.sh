@@ -15,43 +15,48 @@ only=" ${*:-witness indexer paging compress} "
 stage=${AETHER_MUTANT_STAGE:-}
 survivors=0
 
-cuda_mutant() {  # cuda_mutant COMPONENT NAME FILE SED-EXPRESSION: built only when staging
-  local component=$1 name=$2 file=$3 expr=$4 backup
-  [[ -n $stage && $only == *" $component "* ]] || return 0
+backup=""
+# Breaks FILE with the sed EXPR and rebuilds COMPONENT's suites; non-zero (and
+# counted) when the expression no longer applies or the result does not build.
+# restore FILE afterwards either way.
+break_and_build() {  # break_and_build COMPONENT NAME FILE EXPR
+  local component=$1 name=$2 file=$3 expr=$4
   backup=$(mktemp)
   cp "$file" "$backup"
   sed -i "$expr" "$file"
   if cmp -s "$file" "$backup"; then
-    echo "mutant $name: the expression no longer applies to $file"; survivors=$((survivors + 1))
+    echo "mutant $name: the expression no longer applies to $file"
   elif ! cmake --build "$build" --target "${component}_props" "${component}_test" >/dev/null 2>&1; then
-    echo "mutant $name: does not build"; survivors=$((survivors + 1))
+    echo "mutant $name: does not build"
   else
+    return 0
+  fi
+  survivors=$((survivors + 1))
+  return 1
+}
+restore() { cp "$backup" "$1"; rm -f "$backup"; }
+
+cuda_mutant() {  # cuda_mutant COMPONENT NAME FILE SED-EXPRESSION: built only when staging
+  local component=$1 name=$2 file=$3
+  [[ -n $stage && $only == *" $component "* ]] || return 0
+  if break_and_build "$@"; then
     mkdir -p "$stage/$name"
     cp "$build/props/${component}_props" "$build/tests/${component}_test" "$stage/$name/"
     echo "mutant $name: staged in $stage/$name"
   fi
-  cp "$backup" "$file"
-  rm -f "$backup"
+  restore "$file"
 }
 
 mutant() {  # mutant COMPONENT NAME FILE SED-EXPRESSION
-  local component=$1 name=$2 file=$3 expr=$4 backup failed
+  local component=$1 name=$2 file=$3 failed
   [[ -z $stage && $only == *" $component "* ]] || return 0
-  backup=$(mktemp)
-  cp "$file" "$backup"
-  sed -i "$expr" "$file"
-  if cmp -s "$file" "$backup"; then
-    echo "mutant $name: the expression no longer applies to $file"; survivors=$((survivors + 1))
-  elif ! cmake --build "$build" --target "${component}_props" "${component}_test" >/dev/null 2>&1; then
-    echo "mutant $name: does not build"; survivors=$((survivors + 1))
-  else
+  if break_and_build "$@"; then
     failed=$( { RC_PARAMS=max_success=10000 "$build/props/${component}_props" --gtest_brief=1
                 "$build/tests/${component}_test" --gtest_brief=1; } 2>&1 | grep -c '^\[  FAILED  \] [A-Z].*(')
     if [ "$failed" -gt 0 ]; then echo "mutant $name: killed by $failed failing tests"
     else echo "mutant $name: SURVIVED"; survivors=$((survivors + 1)); fi
   fi
-  cp "$backup" "$file"
-  rm -f "$backup"
+  restore "$file"
 }
 
 # witness (issue 2): floor edges, keep off by one, padding marking segment 0, budget ignored
