@@ -1,6 +1,7 @@
 #include "impl/cpu/compress.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <immintrin.h>
@@ -26,9 +27,19 @@ struct Call {
   std::span<std::int32_t> row_index, positions;
 };
 
+// Whether any value is NaN or infinite: a branch-free OR over the exponent bits, which
+// the compiler vectorises (the early-exit search was a third of a prefill's time).
+bool any_non_finite(std::span<const float> xs) {
+  std::uint32_t bad = 0;
+  for (const float x : xs) bad |= std::uint32_t((std::bit_cast<std::uint32_t>(x) & 0x7f800000u) == 0x7f800000u);
+  return bad != 0;
+}
+
 // The first non-finite input: projected (flat), else the old ring entries read.
 std::optional<CompressError> non_finite(const Call& c) {
-  const auto bad = std::find_if(c.projected.begin(), c.projected.end(), [](float x) { return !std::isfinite(x); });
+  const auto bad = !any_non_finite(c.projected)
+                       ? c.projected.end()
+                       : std::find_if(c.projected.begin(), c.projected.end(), [](float x) { return !std::isfinite(x); });
   if (bad != c.projected.end()) return ce::NonFiniteInput{0, std::size_t(bad - c.projected.begin())};
   const std::size_t width = 2 * c.shape.dim, S = c.shape.ring;
   std::optional<std::size_t> first;
