@@ -14,11 +14,13 @@ using Stream = CUstream_st*;  // cudaStream_t; nullptr is the default stream
 int device_count();
 
 // Validation on the device, verdict on the host. Calls that must refuse before
-// writing anything run a validation kernel that atomicMin's its refusals into a
-// word, wait for the word, and only then launch the kernel that writes. The word
-// and its pinned host mirror are allocated once per thread and device (an
-// allocation per call cost tens of microseconds: the default pool hands memory back
-// at every synchronize). Only validation kernels may touch the word.
+// writing anything have their checking kernels atomicMin refusals into a word;
+// the kernels that write either run after the host has read the word (top-k,
+// slots) or read it themselves and do nothing when it holds a refusal
+// (compression), so the host waits once. The word and its pinned host mirror are
+// allocated once per thread and device (an allocation per call cost tens of
+// microseconds: the default pool hands memory back at every synchronize). Only
+// checking kernels write the word.
 struct Verdict {
   unsigned long long* word = nullptr;  // device memory
   const unsigned long long* host = nullptr;
