@@ -59,6 +59,10 @@ AETHER_PROP(PagingCpu, agrees_with_the_model_on_every_call, "L0", ()) {
 AETHER_GPU_PROP(PagingCuda, agrees_with_the_model_on_every_call, "L0", ()) {
   agrees_with_the_model(props::cuda_paging_backend());
 }
+
+AETHER_GPU_PROP(PagingCuda, the_queued_call_agrees_with_the_model, "L0", ()) {
+  agrees_with_the_model(props::cuda_queued_paging_backend());
+}
 #endif
 
 }  // namespace

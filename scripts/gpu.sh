@@ -36,7 +36,9 @@ step compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*
 sanitize memcheck memcheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
 sanitize racecheck racecheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
 RC_PARAMS=max_success=300 sanitize memcheck memcheck_compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
-sanitize memcheck memcheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda'
+sanitize memcheck memcheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda*'
+sanitize racecheck racecheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda*'
+RC_PARAMS=max_success=300 sanitize memcheck memcheck_paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
 RC_PARAMS=max_success=300 sanitize memcheck memcheck_indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
 sanitize memcheck memcheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
 sanitize racecheck racecheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*' 
@@ -59,13 +61,17 @@ step compress_bench_cuda "$build/bench/compress_bench_cuda"
 cat "$out/compress_bench_cuda.log"
 # Mutants staged by `AETHER_MUTANT_STAGE=BUILD/mutants scripts/mutants.sh`: each must
 # fail its CUDA tests or properties (few cases, a time limit: a wrong kernel can make
-# shrinking slow).
+# shrinking slow). A crash (a kernel reading far out of bounds) kills it too.
 for m in "$build"/mutants/*/; do
   [ -d "$m" ] || continue
   name=$(basename "$m")
-  failed=$( { RC_PARAMS=max_success=300 timeout 60 "$m"/*_props --gtest_brief=1 --gtest_filter='*Cuda.*'
-              timeout 60 "$m"/*_test --gtest_brief=1 --gtest_filter='*Cuda.*:*/cuda'; } 2>&1 | grep -c '^\[  FAILED  \] [A-Z].*(')
-  if [ "$failed" -gt 0 ]; then echo "== mutant $name: killed by $failed failing tests"
+  RC_PARAMS=max_success=300 timeout 60 "$m"/*_props --gtest_brief=1 --gtest_filter='*Cuda.*' >"$out/mutant-$name.log" 2>&1
+  rc_props=$?
+  timeout 60 "$m"/*_test --gtest_brief=1 --gtest_filter='*Cuda.*:*/cuda*' >>"$out/mutant-$name.log" 2>&1
+  rc_test=$?
+  failed=$(grep -c '^\[  FAILED  \] [A-Z].*(' "$out/mutant-$name.log")
+  if [ "$failed" -gt 0 ] || [ $rc_props -ne 0 ] || [ $rc_test -ne 0 ]; then
+    echo "== mutant $name: killed ($failed failing tests; exit codes $rc_props, $rc_test)"
   else echo "== mutant $name: SURVIVED"; status=1; fi
 done
 echo "gpu.sh: $([ $status -eq 0 ] && echo all passed || echo FAILURES, see logs in $out)"

@@ -139,13 +139,20 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, the index a
-# 16-byte group reports, the bits the top-k's index sort covers.
+# 16-byte group reports, the bits the top-k's index sort covers; slots written
+# despite a refusal, the reverse pass skipping a block, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
+cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
+  's|refusal != kNoRefusal) {|refusal == 0) {|'
+cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
+  's|const unsigned block = gridDim.x - 1 - blockIdx.x;|const unsigned block = gridDim.x - blockIdx.x;|'
+cuda_mutant paging cuda-quad-lanes-swapped impl/cuda/paging.cu \
+  's|j\[0\] = v.x, j\[1\] = v.y|j[0] = v.y, j[1] = v.x|'
 
 for c in $only; do cmake --build "$build" --target "${c}_props" "${c}_test" >/dev/null 2>&1; done
 [ -n "$stage" ] && { echo "mutants: staged in $stage ($survivors failed to stage)"; exit $((survivors > 0)); }

@@ -14,7 +14,7 @@ namespace pe = paging_error;
 class Paging : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "cuda" && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+    if (GetParam().starts_with("cuda") && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
     for (auto& b : props::all_paging_backends())
       if (b.name == GetParam()) backend = b;
   }
@@ -64,7 +64,7 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
   refused({1}, 1, {1}, {0x7fffffff}, 1, 8, 2, pe::BadBlock{0, 0x7fffffff});
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Paging, ::testing::Values("model", "cpu", "cuda"),
+INSTANTIATE_TEST_SUITE_P(Backends, Paging, ::testing::Values("model", "cpu", "cuda", "cuda_queued"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

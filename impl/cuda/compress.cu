@@ -370,26 +370,26 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
   if (failure == 0 && decode) {
     const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
     validate<<<grid_for(work, 256, 4096) + 1, 256, 0, stream>>>(projected.data(), projected.size(), ring.data(),
-                                                                d_meta, meta.size(), g, v.word);
+                                                                d_meta, meta.size(), g, v.word());
     if (plan.tokens > 0)
       with_ratio(R, [&](auto r) {
         decode_rows<r()><<<resident_grid<decode_rows<r()>>(plan.tokens), warp_threads, 0, stream>>>(
             d_meta, meta.size(), plan.tokens, projected.data(), ring.data(), g, rows.data(), row_index.data(),
-            positions.data(), vector, v.word);
+            positions.data(), vector, v.word());
       });
   } else if (failure == 0) {
     with_ratio(R, [&](auto r) {
       prefill_rows<r()><<<resident_grid<prefill_rows<r()>>(plan.rows), warp_threads, 0, stream>>>(
-          d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, v.word);
+          d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, v.word());
     });
     commit_rows<<<grid_for(std::max(plan.rows * shape.dim / 8, plan.rows), 256, 4096) + 1, 256, 0, stream>>>(
         staged, staged_j, plan.rows, unsigned(shape.dim), shape.ratio, rows.data(), row_index.data(),
-        positions.data(), aligned(rows.data(), 16), v.word);
+        positions.data(), aligned(rows.data(), 16), v.word());
     if (plan.tokens > 0) {
       std::size_t most = 1;
       for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
       const dim3 grid(unsigned(meta.size()), unsigned(std::min({shape.ring, most, std::size_t(65535)})));
-      keep_in_ring<<<grid, 128, 0, stream>>>(d_meta, projected.data(), ring.data(), g, vector, v.word);
+      keep_in_ring<<<grid, 128, 0, stream>>>(d_meta, projected.data(), ring.data(), g, vector, v.word());
     }
   }
   if (failure == 0) failure = cudaGetLastError();
@@ -397,8 +397,8 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
   if (const int e = release_scratch(stream); failure == 0) failure = e;
   if (failure == 0) failure = end_verdict(v, stream);
   if (failure != 0) return ce::DeviceFailure{failure};
-  if (*v.host != kNoError)
-    return ce::NonFiniteInput{*v.host & kRingBit ? 1 : 0, std::size_t(*v.host & ~kRingBit)};
+  if (v.refusal() != kNoError)
+    return ce::NonFiniteInput{v.refusal() & kRingBit ? 1 : 0, std::size_t(v.refusal() & ~kRingBit)};
   return Ok{};
 }
 }  // namespace

@@ -23,8 +23,8 @@ struct VerdictSlots {
   std::vector<std::pair<int, Verdict>> by_device;
   ~VerdictSlots() {
     for (auto& [device, v] : by_device) {
-      cudaFree(v.word);
-      cudaFreeHost(const_cast<unsigned long long*>(v.host));
+      cudaFree(v.device);
+      cudaFreeHost(const_cast<DeviceVerdict*>(v.host));
     }
   }
 };
@@ -38,10 +38,10 @@ int begin_verdict(Verdict& verdict, Stream stream) {
   while (it != slots.by_device.end() && it->first != device) ++it;
   if (it == slots.by_device.end()) {
     Verdict v;
-    unsigned long long* host = nullptr;
-    if (cudaError_t e = cudaMalloc(&v.word, sizeof *v.word); e != cudaSuccess) return e;
+    DeviceVerdict* host = nullptr;
+    if (cudaError_t e = cudaMalloc(&v.device, sizeof *v.device); e != cudaSuccess) return e;
     if (cudaError_t e = cudaMallocHost(&host, sizeof *host); e != cudaSuccess) {
-      cudaFree(v.word);
+      cudaFree(v.device);
       return e;
     }
     v.host = host;
@@ -49,12 +49,12 @@ int begin_verdict(Verdict& verdict, Stream stream) {
     it = slots.by_device.end() - 1;
   }
   verdict = it->second;
-  return cudaMemsetAsync(verdict.word, 0xff, sizeof *verdict.word, stream);
+  return cudaMemsetAsync(verdict.word(), 0xff, sizeof(unsigned long long), stream);
 }
 
 int end_verdict(const Verdict& verdict, Stream stream) {
-  if (cudaError_t e = cudaMemcpyAsync(const_cast<unsigned long long*>(verdict.host), verdict.word,
-                                      sizeof *verdict.word, cudaMemcpyDeviceToHost, stream);
+  if (cudaError_t e = cudaMemcpyAsync(const_cast<DeviceVerdict*>(verdict.host), verdict.device,
+                                      sizeof *verdict.device, cudaMemcpyDeviceToHost, stream);
       e != cudaSuccess)
     return e;
   return cudaStreamSynchronize(stream);

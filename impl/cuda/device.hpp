@@ -16,19 +16,27 @@ int device_count();
 // Validation on the device, verdict on the host. Calls that must refuse before
 // writing anything have their checking kernels atomicMin refusals into a word;
 // the kernels that write either run after the host has read the word (top-k,
-// slots) or read it themselves and do nothing when it holds a refusal
-// (compression), so the host waits once. The word and its pinned host mirror are
-// allocated once per thread and device (an allocation per call cost tens of
-// microseconds: the default pool hands memory back at every synchronize). Only
-// checking kernels write the word.
+// scorer) or read it themselves and do nothing when it holds a refusal
+// (compression, slots), so the host waits once. The word and its pinned host
+// mirror are allocated once per thread and device (an allocation per call cost
+// tens of microseconds: the default pool hands memory back at every
+// synchronize). Only checking kernels write the word; `detail` holds what a call
+// records on the device about its refusal for the host's error (a refused lane's
+// row, its block), so the host needs no further copies.
+struct DeviceVerdict {
+  unsigned long long refusal;
+  long long detail[3];
+};
 struct Verdict {
-  unsigned long long* word = nullptr;  // device memory
-  const unsigned long long* host = nullptr;
+  DeviceVerdict* device = nullptr;
+  const DeviceVerdict* host = nullptr;
+  unsigned long long* word() const { return &device->refusal; }
+  unsigned long long refusal() const { return host->refusal; }
 };
 inline constexpr unsigned long long kNoRefusal = ~0ull;
 // Sets the word to kNoRefusal on `stream`; 0 or the cudaError_t.
 int begin_verdict(Verdict& verdict, Stream stream);
-// Copies the word to *verdict.host and waits for `stream`; 0 or the cudaError_t.
+// Copies the device verdict to *verdict.host and waits for `stream`; 0 or the cudaError_t.
 int end_verdict(const Verdict& verdict, Stream stream);
 
 // A call's metadata, built on the host, in a per-thread, per-device device buffer

@@ -405,14 +405,14 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
   if (wide) {
     wide_histogram<<<dim3(wide_chunks, unsigned(rows)), kWideThreads, 0, stream>>>(scores.data(), width, ends.data(),
-                                                                                  hist, v.word);
+                                                                                  hist, v.word());
   } else {
     const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
     validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width, ends.data(), chunks,
-                                                                      v.word);
+                                                                      v.word());
   }
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
-  const unsigned long long verdict = *v.host;
+  const unsigned long long verdict = v.refusal();
   Status<IndexerError> status = Ok{};
   if (verdict != kNoError && !(verdict & kNaNBit)) {
     const std::size_t r = std::size_t(verdict);

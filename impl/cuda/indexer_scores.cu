@@ -370,9 +370,9 @@ Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
   const std::size_t work = std::max({queries.size(), weights.size(), s.keys * (s.dim + 1), std::size_t(1)});
   const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256, 4096));
-  validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(), keys.format, s, v.word);
+  validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(), keys.format, s, v.word());
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
-  const unsigned long long verdict = *v.host;
+  const unsigned long long verdict = v.refusal();
   Status<IndexerError> status = Ok{};
   if (verdict != kNoError) {
     const unsigned input = unsigned(verdict >> 62);

@@ -10,16 +10,19 @@ namespace aether::cuda {
 namespace {
 namespace pe = paging_error;
 
-constexpr unsigned long long kNoError = kNoRefusal;
-constexpr int kThreads = 256, kLanesPerThread = 4;
+// 8 lanes per thread in flight (two groups of four) and small blocks: enough
+// outstanding loads per SM for DRAM speed, and still four blocks per SM for a
+// call of 2 MiB.
+constexpr int kThreads = 128, kQuads = 2;
 constexpr std::int64_t kMaxSlot = std::numeric_limits<std::int32_t>::max();
 
 // x / d for 32-bit x: a shift when d is a power of two (K 2048, B / r
 // 16 in practice), else one 32-bit division; 64-bit division per lane would cost
 // more than the lane's memory traffic.
 struct Divisor {
-  std::uint32_t d;
-  int shift;  // log2 d, or -1
+  std::uint32_t d = 1;
+  int shift = 0;  // log2 d, or -1
+  Divisor() = default;
   explicit Divisor(std::uint32_t v) : d(v), shift((v & (v - 1)) == 0 ? __builtin_ctz(v) : -1) {}
   __device__ __forceinline__ std::uint32_t quotient(std::uint32_t x) const {
     return shift >= 0 ? x >> shift : x / d;
@@ -29,22 +32,26 @@ struct Divisor {
 // Lanes and the per-block row count fit in 32 bits (the host checks; wider calls
 // take the 64-bit path).
 struct Geometry {
-  std::size_t k, requests, blocks_per_request;
+  std::size_t lanes, k, blocks_per_request;
   std::int64_t bc;  // compressed rows per block, B / r
   Divisor k32, bc32;
   bool narrow;
 };
 
-// A lane's slot, or -1 (padding, or past the valid count); *bad is set to the
-// refusal (0 row outside the table, 1 bad block) when there is one.
-__device__ __forceinline__ std::int32_t slot_of(const std::int32_t* rows,
+// Refusal codes order by lane, so the atomic minimum is the model's first refusal:
+// (lane << 1) | kind, kind 0 a row outside the table, 1 a bad block.
+__device__ __forceinline__ unsigned long long refusal_code(std::size_t lane, int kind) {
+  return (static_cast<unsigned long long>(lane) << 1) | unsigned(kind);
+}
+
+// Lane `lane` holding row j: its slot, or -1 (padding, or past the valid count);
+// *bad is set to the refusal kind when there is one.
+__device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane,
                                                 const std::int32_t* valid_counts,
-                                                const std::int32_t* tables, const Geometry& g,
-                                                std::size_t lane, int* bad) {
+                                                const std::int32_t* tables, const Geometry& g, int* bad) {
   const std::size_t n = g.narrow ? g.k32.quotient(std::uint32_t(lane)) : lane / g.k;
   const std::size_t i = lane - n * g.k;
   const std::int32_t count = valid_counts[n];
-  const std::int64_t j = rows[lane];
   if (count <= 0 || i >= std::size_t(count) || j == -1) return -1;
   const std::int64_t block_of_j = j < 0 ? -1 : g.narrow ? g.bc32.quotient(std::uint32_t(j)) : j / g.bc;
   if (j < 0 || std::uint64_t(block_of_j) >= g.blocks_per_request) {
@@ -60,84 +67,177 @@ __device__ __forceinline__ std::int32_t slot_of(const std::int32_t* rows,
   return std::int32_t(slot);
 }
 
-__global__ void __launch_bounds__(kThreads) validate(const std::int32_t* rows,
-                                                     const std::int32_t* valid_counts,
-                                                     const std::int32_t* tables, Geometry g,
-                                                     unsigned long long* error) {
-  const std::size_t lanes = g.requests * g.k;
-  const std::size_t first = (std::size_t(blockIdx.x) * kThreads * kLanesPerThread) + threadIdx.x;
-#pragma unroll
-  for (int u = 0; u < kLanesPerThread; ++u) {
-    const std::size_t lane = first + std::size_t(u) * kThreads;
-    int bad = -1;
-    if (lane < lanes) slot_of(rows, valid_counts, tables, g, lane, &bad);
-    if (bad >= 0) atomicMin(error, (static_cast<unsigned long long>(lane) << 1) | unsigned(bad));
-  }
+constexpr std::size_t kLanesPerBlock = std::size_t(kThreads) * kQuads * 4;
+
+// A thread's quads (lanes [4q, 4q + 4)) lie kThreads apart, so each load of a
+// warp covers 512 contiguous bytes.
+__device__ __forceinline__ std::size_t quad_of(unsigned block, int u) {
+  return (std::size_t(block) * kQuads + std::size_t(u)) * kThreads + threadIdx.x;
 }
 
-__global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows,
-                                                    const std::int32_t* valid_counts,
+// One 16-byte access per quad when Vector (rows and out 16-byte aligned), else
+// four; lanes past the end read as -1 and are not written.
+template <bool Vector>
+__device__ __forceinline__ void load_quad(const std::int32_t* rows, std::size_t q, std::size_t lanes,
+                                          std::int32_t (&j)[4]) {
+  if (Vector && 4 * q + 4 <= lanes) {
+    const int4 v = reinterpret_cast<const int4*>(rows)[q];
+    j[0] = v.x, j[1] = v.y, j[2] = v.z, j[3] = v.w;
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) j[e] = 4 * q + e < lanes ? rows[4 * q + e] : -1;
+}
+
+template <bool Vector>
+__device__ __forceinline__ void store_quad(std::int32_t* out, std::size_t q, std::size_t lanes,
+                                           const std::int32_t (&s)[4]) {
+  if (Vector && 4 * q + 4 <= lanes) {  // streaming: the rows still to be read stay in L2
+    __stcs(reinterpret_cast<int4*>(out) + q, make_int4(s[0], s[1], s[2], s[3]));
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    if (4 * q + e < lanes) out[4 * q + e] = s[e];
+}
+
+template <bool Vector>
+__global__ void __launch_bounds__(kThreads) validate(const std::int32_t* rows, const std::int32_t* valid_counts,
+                                                     const std::int32_t* tables, Geometry g,
+                                                     unsigned long long* refusal) {
+  std::int32_t j[kQuads][4];
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j[u]);
+  unsigned long long lowest = kNoRefusal;
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::size_t lane = 4 * quad_of(blockIdx.x, u) + std::size_t(e);
+      int bad = -1;
+      if (lane < g.lanes) slot_of(j[u][e], lane, valid_counts, tables, g, &bad);
+      if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
+    }
+  if (lowest != kNoRefusal) atomicMin(refusal, lowest);
+}
+
+// After validate on the same stream: converts when the verdict is clean, else
+// records the refused lane's row and block for the host and writes nothing.
+// Blocks take the quads in reverse order: the last ones validated are the
+// likeliest still in L2. Each thread reads all its lanes before writing any, as
+// out may be rows.
+template <bool Vector>
+__global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, const std::int32_t* valid_counts,
                                                     const std::int32_t* tables, Geometry g,
-                                                    std::int32_t* out) {
-  const std::size_t lanes = g.requests * g.k;
-  const std::size_t first = (std::size_t(blockIdx.x) * kThreads * kLanesPerThread) + threadIdx.x;
-  std::int32_t slot[kLanesPerThread];
-  int bad;
+                                                    DeviceVerdict* verdict, std::int32_t* out) {
+  if (const unsigned long long refusal = verdict->refusal; refusal != kNoRefusal) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      const std::size_t lane = std::size_t(refusal >> 1);
+      const std::int64_t row = rows[lane];
+      verdict->detail[0] = row;
+      if (refusal & 1) verdict->detail[1] = tables[lane / g.k * g.blocks_per_request + std::size_t(row / g.bc)];
+    }
+    return;
+  }
+  const unsigned block = gridDim.x - 1 - blockIdx.x;
+  std::int32_t j[kQuads][4];
 #pragma unroll
-  for (int u = 0; u < kLanesPerThread; ++u) {  // all reads before any write: out may be rows
-    const std::size_t lane = first + std::size_t(u) * kThreads;
-    slot[u] = lane < lanes ? slot_of(rows, valid_counts, tables, g, lane, &bad) : -1;
+  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(block, u), g.lanes, j[u]);
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) {
+    std::int32_t slot[4];
+    int bad;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::size_t lane = 4 * quad_of(block, u) + std::size_t(e);
+      slot[e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
+    }
+    j[u][0] = slot[0], j[u][1] = slot[1], j[u][2] = slot[2], j[u][3] = slot[3];
   }
 #pragma unroll
-  for (int u = 0; u < kLanesPerThread; ++u) {
-    const std::size_t lane = first + std::size_t(u) * kThreads;
-    if (lane < lanes) out[lane] = slot[u];
-  }
+  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
+}
+
+// The host's refusals (geometry, shapes), else the call's geometry.
+Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests, std::size_t table_size,
+                         std::size_t blocks_per_request, std::int64_t block_tokens, std::int64_t ratio,
+                         std::size_t out_size, Geometry* g) {
+  if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
+    return pe::BadGeometry{block_tokens, ratio};
+  const std::int64_t bc = block_tokens / ratio;
+  const bool narrow = k > 0 && lanes <= 0xffffffffu && bc <= 0x7fffffff;
+  *g = Geometry{lanes, k, blocks_per_request, bc, Divisor(narrow ? std::uint32_t(k) : 1),
+                Divisor(narrow ? std::uint32_t(bc) : 1), narrow};
+  if (lanes != requests * k) return pe::ShapeMismatch{requests * k, lanes};
+  if (table_size != requests * blocks_per_request)
+    return pe::ShapeMismatch{requests * blocks_per_request, table_size};
+  if (out_size != lanes) return pe::ShapeMismatch{lanes, out_size};
+  return Ok{};
+}
+
+template <bool Vector>
+void launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+                   const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
+  const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
+  validate<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, &verdict->refusal);
+  convert<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, verdict, out);
+}
+
+cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+                   const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
+  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
+    launch_passes<true>(rows, valid_counts, tables, g, verdict, out, stream);
+  else
+    launch_passes<false>(rows, valid_counts, tables, g, verdict, out, stream);
+  return cudaGetLastError();
 }
 }  // namespace
+
+Status<PagingError> paged_slots_verdict(const DeviceVerdict& verdict) {
+  if (verdict.refusal == kNoRefusal) return Ok{};
+  const std::size_t lane = std::size_t(verdict.refusal >> 1);
+  if (!(verdict.refusal & 1)) return pe::RowOutsideTable{lane, std::int32_t(verdict.detail[0])};
+  return pe::BadBlock{lane, verdict.detail[1]};
+}
+
+Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std::size_t k,
+                                        std::span<const std::int32_t> valid_counts,
+                                        std::span<const std::int32_t> block_tables,
+                                        std::size_t blocks_per_request, std::int64_t block_tokens,
+                                        std::int64_t ratio, std::span<std::int32_t> out,
+                                        DeviceVerdict* verdict, Stream stream) {
+  Geometry g;
+  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request, block_tokens,
+                    ratio, out.size(), &g);
+      !s.ok())
+    return s;
+  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+    return pe::DeviceFailure{int(e)};
+  if (rows.empty()) return Ok{};
+  if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, verdict, out.data(), stream);
+      e != cudaSuccess)
+    return pe::DeviceFailure{int(e)};
+  return Ok{};
+}
 
 Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t k,
                                 std::span<const std::int32_t> valid_counts,
                                 std::span<const std::int32_t> block_tables,
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
                                 std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
-  if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
-    return pe::BadGeometry{block_tokens, ratio};
-  const std::int64_t bc = block_tokens / ratio;
-  const bool narrow = k > 0 && rows.size() <= 0xffffffffu && bc <= 0x7fffffff;
-  const Geometry g{k, valid_counts.size(), blocks_per_request, bc,
-                   Divisor(narrow ? std::uint32_t(k) : 1), Divisor(narrow ? std::uint32_t(bc) : 1), narrow};
-  if (rows.size() != g.requests * k) return pe::ShapeMismatch{g.requests * k, rows.size()};
-  if (block_tables.size() != g.requests * blocks_per_request)
-    return pe::ShapeMismatch{g.requests * blocks_per_request, block_tables.size()};
-  if (out.size() != rows.size()) return pe::ShapeMismatch{rows.size(), out.size()};
+  Geometry g;
+  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request, block_tokens,
+                    ratio, out.size(), &g);
+      !s.ok())
+    return s;
   if (rows.empty()) return Ok{};
-
   Verdict v;
   if (int e = begin_verdict(v, stream)) return pe::DeviceFailure{e};
-  const std::size_t per_block = std::size_t(kThreads) * kLanesPerThread;
-  const unsigned blocks = unsigned((rows.size() + per_block - 1) / per_block);
-  validate<<<blocks, kThreads, 0, stream>>>(rows.data(), valid_counts.data(), block_tables.data(), g, v.word);
+  if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, v.device, out.data(), stream);
+      e != cudaSuccess)
+    return pe::DeviceFailure{int(e)};
   if (int e = end_verdict(v, stream)) return pe::DeviceFailure{e};
-  const unsigned long long verdict = *v.host;
-  Status<PagingError> status = Ok{};
-  if (verdict != kNoError) {
-    const std::size_t lane = std::size_t(verdict >> 1);
-    std::int32_t row = 0;
-    cudaMemcpy(&row, rows.data() + lane, sizeof row, cudaMemcpyDeviceToHost);
-    if (!(verdict & 1)) {
-      status = pe::RowOutsideTable{lane, row};
-    } else {
-      std::int32_t block = 0;
-      const std::size_t at = lane / k * blocks_per_request + std::size_t(row / g.bc);
-      cudaMemcpy(&block, block_tables.data() + at, sizeof block, cudaMemcpyDeviceToHost);
-      status = pe::BadBlock{lane, block};
-    }
-  } else {
-    convert<<<blocks, kThreads, 0, stream>>>(rows.data(), valid_counts.data(), block_tables.data(), g, out.data());
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) status = pe::DeviceFailure{int(e)};
-  }
-  return status;
+  return paged_slots_verdict(*v.host);
 }
 
 }  // namespace aether::cuda

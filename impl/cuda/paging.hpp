@@ -1,8 +1,8 @@
 // CUDA backend of logical-row -> paged-slot conversion: the CPU signature
 // (impl/cpu/paging.hpp) over device memory, out may be rows itself. Refusals
-// depend on device data, so a first kernel finds the lowest bad lane and a second
-// converts only if there is none; the call waits for the verdict, returns the
-// model's error and writes nothing on a refusal.
+// depend on device data, so a first kernel finds the lowest bad lane and the
+// converting kernel writes only if there is none (it reads the verdict itself);
+// paged_slots waits once, returns the model's error and writes nothing on a refusal.
 #pragma once
 
 #include <cstddef>
@@ -20,5 +20,19 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
                                 std::int64_t ratio, std::span<std::int32_t> out,
                                 Stream stream = nullptr);
+
+// The same conversion queued on `stream` without waiting, for callers that keep
+// the host off the critical path (a serving loop, a CUDA graph: it only launches
+// work). Geometry and shape refusals return at once; refusals that depend on the
+// device data are left in *verdict (device memory the caller owns), with nothing
+// written to out. After the stream, copy *verdict to the host and read it with
+// paged_slots_verdict.
+Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std::size_t k,
+                                        std::span<const std::int32_t> valid_counts,
+                                        std::span<const std::int32_t> block_tables,
+                                        std::size_t blocks_per_request, std::int64_t block_tokens,
+                                        std::int64_t ratio, std::span<std::int32_t> out,
+                                        DeviceVerdict* verdict, Stream stream = nullptr);
+Status<PagingError> paged_slots_verdict(const DeviceVerdict& verdict);
 
 }  // namespace aether::cuda

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <vector>
+
 #include "impl/cuda/indexer.hpp"
 #include "impl/cuda/paging.hpp"
 #include "props/support/device_buffer.hpp"
@@ -41,6 +44,39 @@ PagingBackend cuda_paging_backend() {
             const auto status = cuda::paged_slots(d_rows.span(), k, d_counts.span(), d_tables.span(),
                                                   per, b, r, target.span());
             target.download(out);
+            return status;
+          }};
+}
+
+namespace {
+// `host` behind one leading element, so the device copy is 4 bytes past a 16-byte
+// boundary (the kernels' element-wise path).
+std::vector<std::int32_t> shifted(std::span<const std::int32_t> host) {
+  std::vector<std::int32_t> v{0x11111111};
+  v.insert(v.end(), host.begin(), host.end());
+  return v;
+}
+}  // namespace
+
+PagingBackend cuda_queued_paging_backend() {
+  return {"cuda_queued", [](std::span<const std::int32_t> rows, std::size_t k,
+                            std::span<const std::int32_t> counts, std::span<const std::int32_t> tables,
+                            std::size_t per, std::int64_t b, std::int64_t r, std::span<std::int32_t> out) {
+            const bool in_place = rows.data() == out.data() && rows.size() == out.size();
+            const auto rows_host = shifted(rows), out_host = shifted(out);
+            DeviceBuffer<std::int32_t> d_rows{std::span<const std::int32_t>(rows_host)}, d_counts(counts),
+                d_tables(tables), d_out{std::span<const std::int32_t>(out_host)};
+            const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a, 0x5a5a}};
+            DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
+            auto& target = in_place ? d_rows : d_out;
+            auto status = cuda::enqueue_paged_slots(d_rows.span().subspan(1), k, d_counts.span(), d_tables.span(), per,
+                                                    b, r, target.span().subspan(1), d_verdict.span().data());
+            cuda::DeviceVerdict verdict;
+            d_verdict.download({&verdict, 1});
+            if (status.ok()) status = cuda::paged_slots_verdict(verdict);
+            std::vector<std::int32_t> back(out.size() + 1);
+            target.download(back);
+            std::copy(back.begin() + 1, back.end(), out.begin());
             return status;
           }};
 }

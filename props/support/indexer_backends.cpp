@@ -68,7 +68,10 @@ PagingBackend cpu_paging_backend() {
 std::vector<PagingBackend> all_paging_backends() {
   std::vector<PagingBackend> backends{model_paging_backend(), cpu_paging_backend()};
 #ifdef AETHER_HAVE_CUDA
-  if (gpu_present()) backends.push_back(cuda_paging_backend());
+  if (gpu_present()) {
+    backends.push_back(cuda_paging_backend());
+    backends.push_back(cuda_queued_paging_backend());
+  }
 #endif
   return backends;
 }

@@ -64,6 +64,8 @@ Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,
                                        const IndexKeys& keys, std::span<float> out);
 
 PagingBackend cuda_paging_backend();  // host buffers staged; in place stays in place
+// enqueue_paged_slots and its device verdict, rows and out 4 bytes off alignment
+PagingBackend cuda_queued_paging_backend();
 #endif
 
 PagingBackend model_paging_backend();

@@ -297,8 +297,42 @@ rc::Gen<CandidateCall> gen_candidate_call() {
   });
 }
 
+namespace {
+// Thousands of lanes over several requests (the CUDA kernels' vector loads, many
+// blocks, the reverse pass): rows and tables from a seeded generator, every one
+// valid, then a few drawn lanes and entries overwritten with padding, rows outside
+// the table and bad blocks, so shrinking still isolates the lane that matters.
+PagingCall wide_paging_call() {
+  PagingCall c;
+  c.ratio = *gen::element<std::int64_t>(1, 4);
+  c.block_tokens = c.ratio * *gen::element<std::int64_t>(16, 64);
+  const std::int64_t bc = c.block_tokens / c.ratio;
+  const auto requests = *gen::inRange<std::size_t>(1, 9);
+  c.k = *gen::element<std::size_t>(64, 1000, 2048, 2051);
+  c.blocks_per_request = *gen::element<std::size_t>(1, 37, 1024);
+  std::mt19937 rng{std::uint32_t(*gen::inRange<int>(0, 1 << 30))};
+  std::uniform_int_distribution<I> row(0, I(std::int64_t(c.blocks_per_request) * bc - 1)), block(0, 1 << 20);
+  c.rows.resize(requests * c.k);
+  for (auto& r : c.rows) r = row(rng);
+  c.block_tables.resize(requests * c.blocks_per_request);
+  for (auto& b : c.block_tables) b = block(rng);
+  for (std::size_t n = 0; n < requests; ++n)
+    c.valid_counts.push_back(*gen::weightedOneOf<I>({{3, gen::just(I(c.k))}, {1, gen::inRange<I>(-1, I(c.k) + 2)}}));
+  const auto padding = *gen::container<std::vector<std::size_t>>(gen::inRange<std::size_t>(0, c.rows.size()));
+  for (std::size_t lane : padding) c.rows[lane] = -1;
+  if (*gen::inRange(0, 4) == 0)  // a row outside the table, below -1 or past it
+    c.rows[*gen::inRange<std::size_t>(0, c.rows.size())] =
+        *gen::element<I>(-2, I(std::int64_t(c.blocks_per_request) * bc), std::numeric_limits<I>::max());
+  if (*gen::inRange(0, 4) == 0)  // a negative block id, or one whose slots overflow
+    c.block_tables[*gen::inRange<std::size_t>(0, c.block_tables.size())] =
+        *gen::element<I>(-1, std::numeric_limits<I>::max());
+  return c;
+}
+}  // namespace
+
 rc::Gen<PagingCall> gen_paging_call() {
   return gen::exec([] {
+    if (*gen::inRange(0, 8) == 0) return wide_paging_call();
     PagingCall c;
     c.ratio = *gen::weightedOneOf<std::int64_t>(
         {{8, gen::element<std::int64_t>(1, 2, 4, 128)}, {1, gen::element<std::int64_t>(0, 3, -2)}});
