@@ -139,7 +139,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, the index a
-# 16-byte group reports, the bits the top-k's index sort covers; slots written
+# 16-byte group reports, the bits the top-k's index sort covers, the K-th's
+# bucket taken whole, rows left to the one-block kernel not counted; slots written
 # despite a refusal, the reverse pass skipping a block, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
@@ -147,6 +148,10 @@ cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
+cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
+  's|    if (level\[i\] > bucket) chosen|    if (level[i] >= bucket) chosen|'
+cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer.cu \
+  's|      atomicAdd(reinterpret_cast<unsigned long long\*>(&verdict->detail\[0\]), 1ull);||'
 cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
   's|refusal != kNoRefusal) {|refusal == 0) {|'
 cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \

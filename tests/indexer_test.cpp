@@ -215,25 +215,30 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
   V want(2048);
   ASSERT_TRUE(cpu::valid_prefix_topk(big, big.size(), V{262144}, 2048, want).ok());
   EXPECT_EQ(topk(big, big.size(), {262144}, 2048), want);
-  // Rows of 16384 and more take the many-blocks path: distinct values, valid ends
-  // inside the rows, K above one row's valid count, garbage past the ends.
-  const std::size_t width = 40000;
-  F wide(3 * width);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal;
-  for (float& x : wide) x = normal(rng);
-  wide[width + 20000] = nan;  // past row 1's end
-  const V wide_ends{40000, 17000, 1500};
-  for (std::size_t k : {1, 700, 2048}) {
-    V expected(3 * k);
-    ASSERT_TRUE(cpu::valid_prefix_topk(wide, width, wide_ends, k, expected).ok());
-    EXPECT_EQ(topk(wide, width, wide_ends, k), expected) << "k " << k;
+  // Rows of 16384 and more take the read-once path: distinct values, valid ends
+  // inside the rows, K above one row's valid count and below twice it, garbage
+  // past the ends, an ascending row, a row of one value (its list overflows: the
+  // one-block kernel takes it); rows 16-byte aligned (width 40000) and not (40001).
+  for (const std::size_t width : {40000, 40001}) {
+    constexpr std::size_t kRows = 6;
+    F wide(kRows * width);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    for (std::size_t j = 0; j < 4 * width; ++j) wide[j] = normal(rng);
+    for (std::size_t j = 0; j < width; ++j) wide[4 * width + j] = float(j), wide[5 * width + j] = 1.0f;
+    wide[width + 20000] = nan;  // past row 1's end
+    const V wide_ends{std::int32_t(width), 17000, 1500, 3000, std::int32_t(width), std::int32_t(width)};
+    for (std::size_t k : {1, 700, 2048}) {
+      V expected(kRows * k);
+      ASSERT_TRUE(cpu::valid_prefix_topk(wide, width, wide_ends, k, expected).ok());
+      EXPECT_EQ(topk(wide, width, wide_ends, k), expected) << "width " << width << ", k " << k;
+    }
+    wide[width + 100] = nan;
+    V untouched(kRows * 16, 77);
+    EXPECT_EQ(props::cuda_valid_prefix_topk(wide, width, wide_ends, 16, untouched).error(),
+              (IndexerError{ie::NonFiniteScore{1, 100}}));
+    EXPECT_EQ(untouched, V(kRows * 16, 77));
   }
-  wide[width + 100] = nan;
-  V untouched(3 * 16, 77);
-  EXPECT_EQ(props::cuda_valid_prefix_topk(wide, width, wide_ends, 16, untouched).error(),
-            (IndexerError{ie::NonFiniteScore{1, 100}}));
-  EXPECT_EQ(untouched, V(3 * 16, 77));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

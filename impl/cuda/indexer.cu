@@ -171,166 +171,209 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
     ties_seen += __popc(equal_mask);
   }
 }
-// ---- Wide rows: the selection spread over many blocks per row ------------------
-// Pass 1 (validation + histogram): blocks of 8192 scores count the top 13 bits of
-// their keys into the row's global histogram, and record refusals as `validate`
-// does. Pass 2 (bucket): per row, the bucket b holding the K-th largest key, and
-// how many of it are wanted. Pass 3 (collect): keys above b are chosen (their
-// indices go to the row's staging list); keys in b become candidates, (key, index).
-// Pass 4 (finish): per row, the candidates sorted by key descending then index
-// ascending, the first `wanted` taken, merged with the staging list and written in
-// index order. A bucket with more than kCandidates keys (a row of massive ties)
-// leaves its row to the one-block kernel: exact either way, never a dropped key.
+// ---- Wide rows: the scores read once ------------------------------------------
+// Pass 1 (sample): per row, one block reads one 128-byte line of scores in every
+// 16 and finds the highest 13-bit key prefix (the "digit": sign, exponent, 4
+// mantissa bits) d such that at least 2K/16 sampled keys have a digit >= d; about
+// 2K of the row's keys then do. Pass 2 (gather, the one full read): blocks of 8192
+// scores check them as `validate` does and append each key whose digit is >= d, as
+// (~key, index), to the row's list of up to kCandidates. Pass 3 (finish): when the
+// list holds at least K keys and did not overflow, the row's K largest are the
+// list's K largest (every key outside it is below every key in it): the list is
+// bucketed by digit, the keys above the K-th's bucket taken, the bucket sorted by
+// key descending then index ascending and its first `wanted` taken; all written in
+// index order. Any other row (a short or overflowing list, a bucket of more than
+// kBucket ties) is marked and counted in the verdict, and the one-block kernel
+// selects it after the host has read the verdict: exact either way, never a
+// dropped key. The sample only decides how fast, never what is chosen.
 constexpr int kWideThreads = 256, kWidePerThread = 32;
 constexpr std::size_t kWideChunk = std::size_t(kWideThreads) * kWidePerThread;
-// 13 bits: sign, exponent and 4 mantissa bits, so a bucket is a sixteenth of an octave.
 constexpr unsigned kDigitBits = 13, kDigitShift = 32 - kDigitBits, kBins = 1u << kDigitBits;
-constexpr unsigned kCandidates = 2048, kFinishThreads = 512;
-constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 4096;  // scratch <= 200 MB
+constexpr unsigned kSampleEvery = 16;  // lines of 32 scores
+constexpr unsigned kCandidates = 8192, kBucket = 2048, kLevels = 2048, kFinishThreads = 512;
+constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 2048;  // scratch <= 128 MiB
 
 struct WideRow {
-  unsigned bucket, wanted;           // the K-th key's bucket; how many of it are chosen
-  unsigned chosen, candidates;       // counters filled by pass 3
-  unsigned fallback;                 // 1: the one-block kernel selects this row
+  unsigned digit;       // pass 1: keys with a digit >= this one are gathered
+  unsigned candidates;  // pass 2: keys gathered (past kCandidates: overflowed)
+  unsigned fallback;    // pass 3: 1 if the one-block kernel selects this row
 };
 
 __device__ bool skip_row(const WideRow* wide, std::size_t r) { return wide != nullptr && !wide[r].fallback; }
 
-__global__ void __launch_bounds__(kWideThreads, 4) wide_histogram(const float* scores, std::size_t width,
-                                                              const std::int32_t* ends, unsigned* hist,
-                                                              unsigned long long* error) {
-  __shared__ unsigned local[kBins];
-  const std::size_t r = blockIdx.y, first = std::size_t(blockIdx.x) * kWideChunk;
+__device__ __forceinline__ bool bad_end(std::int32_t end, std::size_t width) {
+  return end < 0 || std::size_t(end) > width;
+}
+
+// Each thread sums `per` bins of hist from the top; the block's scan finds the
+// highest bin b at which the count of keys in bins >= b reaches `rank`. Returns b
+// and, in *above, the count in bins > b, to every thread; hist.size() <= per * threads.
+template <int Threads>
+__device__ unsigned bin_of_rank(const unsigned* hist, unsigned bins, unsigned rank, unsigned* above) {
+  using Scan = cub::BlockScan<unsigned, Threads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ unsigned found_bin, found_above;
+  const unsigned per = bins / Threads, top = bins - 1 - threadIdx.x * per;
+  if (threadIdx.x == 0) found_bin = 0, found_above = 0;  // fewer than rank keys: bin 0
+  unsigned run = 0;
+  for (unsigned i = 0; i < per; ++i) run += hist[top - i];
+  unsigned before;
+  Scan(scan_storage).ExclusiveSum(run, before);
+  __syncthreads();
+  if (before < rank && rank <= before + run) {
+    for (unsigned i = 0;; ++i) {
+      if (before + hist[top - i] >= rank) {
+        found_bin = top - i;
+        found_above = before;
+        break;
+      }
+      before += hist[top - i];
+    }
+  }
+  __syncthreads();
+  *above = found_above;
+  return found_bin;
+}
+
+__global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* scores, std::size_t width,
+                                                            const std::int32_t* ends, std::size_t k,
+                                                            WideRow* rows) {
+  __shared__ unsigned hist[kBins];
+  const std::size_t r = blockIdx.x;
   const std::int32_t end = ends[r];
-  if (end < 0 || std::size_t(end) > width) {
+  if (bad_end(end, width) || std::size_t(end) <= k) return;  // pass 2 refuses, pass 3 writes all
+  for (unsigned b = threadIdx.x; b < kBins; b += kFinishThreads) hist[b] = 0;
+  __syncthreads();
+  const std::size_t lines = (std::size_t(end) + 31) / 32, sampled_lines = (lines + kSampleEvery - 1) / kSampleEvery;
+  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kFinishThreads / 32;
+  constexpr int kBatch = 8;  // lines loaded before any is counted
+  for (std::size_t line = warp; line < sampled_lines; line += warps * kBatch) {
+    float v[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const std::size_t j = (line + std::size_t(i) * warps) * kSampleEvery * 32 + lane;
+      v[i] = line + std::size_t(i) * warps < sampled_lines && j < std::size_t(end) ? __ldg(scores + r * width + j) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const std::size_t j = (line + std::size_t(i) * warps) * kSampleEvery * 32 + lane;
+      if (line + std::size_t(i) * warps < sampled_lines && j < std::size_t(end))
+        atomicAdd(&hist[order_key(v[i]) >> kDigitShift], 1u);
+    }
+  }
+  // every sampled line but the last is whole
+  const std::size_t last = (sampled_lines - 1) * kSampleEvery * 32, last_size = std::size_t(end) - last;
+  const std::size_t sampled = (sampled_lines - 1) * 32 + (last_size < 32 ? last_size : 32);
+  __syncthreads();
+  const unsigned target = unsigned((2 * k * sampled + std::size_t(end) - 1) / std::size_t(end));
+  unsigned above;
+  const unsigned digit = bin_of_rank<kFinishThreads>(hist, kBins, target, &above);
+  if (threadIdx.x == 0) rows[r].digit = digit;
+}
+
+// Every thread loads its 32 scores (eight 16-byte loads when the row is aligned)
+// before using any, and keeps the per-score work to a few integer operations: the
+// pass is as much instruction- as memory-bound. Non-finite scores are looked for
+// exactly only in a thread that saw one. Each warp then reserves room for its
+// finds with one atomic on the row's counter (a block-wide scan per round, with
+// its barriers, had made this pass three times as slow as a plain read).
+template <bool Vector>
+__global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scores, std::size_t width,
+                                                              const std::int32_t* ends, std::size_t k,
+                                                              WideRow* rows, unsigned long long* candidates,
+                                                              unsigned long long* error) {
+  constexpr int kVectors = kWidePerThread / 4;
+  const std::size_t r = blockIdx.y;
+  const unsigned first = blockIdx.x * unsigned(kWideChunk);
+  const std::int32_t end_value = ends[r];
+  if (bad_end(end_value, width)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(error, kEndBit | r);
     return;
   }
-  for (unsigned b = threadIdx.x; b < kBins; b += kWideThreads) local[b] = 0;
-  __syncthreads();
-  float v[kWidePerThread];
+  const unsigned end = unsigned(end_value);
+  if (first >= end) return;
+  const float* row = scores + r * width;
+  // Thread t holds scores first + 4 (t + 256 i) + c, c < 4 (Vector), else
+  // first + t + 256 (4 i + c): either way a warp's loads are contiguous.
+  const auto index_of = [&](int i, int c) {
+    return Vector ? first + 4 * (threadIdx.x + unsigned(i) * kWideThreads) + unsigned(c)
+                  : first + threadIdx.x + unsigned(4 * i + c) * kWideThreads;
+  };
+  std::uint32_t bits[kWidePerThread];
+#pragma unroll
+  for (int i = 0; i < kVectors; ++i) {
+    if (Vector && index_of(i, 3) < end) {
+      const float4 f = __ldg(reinterpret_cast<const float4*>(row + index_of(i, 0)));
+      bits[4 * i] = __float_as_uint(f.x), bits[4 * i + 1] = __float_as_uint(f.y);
+      bits[4 * i + 2] = __float_as_uint(f.z), bits[4 * i + 3] = __float_as_uint(f.w);
+    } else {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) bits[4 * i + c] = index_of(i, c) < end ? __float_as_uint(__ldg(row + index_of(i, c))) : 0;
+    }
+  }
+  // Gathered: order_key(score) >= the digit's lowest key, i.e. score >= that
+  // key's float (one compare; NaN never compares, and refuses the call anyway).
+  const bool gather = end > k, full = first + unsigned(kWideChunk) <= end;
+  const std::uint32_t lowest = gather ? rows[r].digit << kDigitShift : 0xffffffffu;
+  const float threshold = lowest & 0x80000000u ? __uint_as_float(lowest & 0x7fffffffu) : __uint_as_float(~lowest);
+  unsigned found_mask = 0, exponent_max = 0;
 #pragma unroll
   for (int i = 0; i < kWidePerThread; ++i) {
-    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
-    v[i] = j < std::size_t(end) ? __ldg(scores + r * width + j) : 0.0f;
+    exponent_max = max(exponent_max, bits[i] & 0x7f800000u);
+    if (gather && __uint_as_float(bits[i]) >= threshold && (full || index_of(i / 4, i % 4) < end))
+      found_mask |= 1u << i;
   }
+  if (exponent_max == 0x7f800000u) {  // lanes past the end hold +0: finite
+#pragma unroll
+    for (int i = 0; i < kWidePerThread; ++i)
+      if ((bits[i] & 0x7f800000u) == 0x7f800000u) atomicMin(error, kNaNBit | (r * width + index_of(i / 4, i % 4)));
+  }
+  if (!gather) return;
+  const unsigned lane = threadIdx.x & 31, found = __popc(found_mask);
+  unsigned at = found;  // inclusive sum over the warp's lanes
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const unsigned x = __shfl_up_sync(0xffffffffu, at, d);
+    if (lane >= unsigned(d)) at += x;
+  }
+  const unsigned total = __shfl_sync(0xffffffffu, at, 31);
+  if (total == 0) return;
+  unsigned base = 0;
+  if (lane == 31) base = atomicAdd(&rows[r].candidates, total);
+  at = __shfl_sync(0xffffffffu, base, 31) + at - found;
+  unsigned long long* list = candidates + r * kCandidates;
 #pragma unroll
   for (int i = 0; i < kWidePerThread; ++i) {
-    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
-    if (j >= std::size_t(end)) continue;
-    if (!isfinite(v[i])) atomicMin(error, kNaNBit | (r * width + j));
-    else atomicAdd(&local[order_key(v[i]) >> kDigitShift], 1u);
-  }
-  __syncthreads();
-  for (unsigned b = threadIdx.x; b < kBins; b += kWideThreads)
-    if (local[b]) atomicAdd(&hist[r * kBins + b], local[b]);
-}
-
-__global__ void __launch_bounds__(kWideThreads) wide_bucket(const unsigned* hist, const std::int32_t* ends,
-                                                           std::size_t k, WideRow* rows) {
-  using Scan = cub::BlockScan<unsigned, kWideThreads>;
-  __shared__ typename Scan::TempStorage scan_storage;
-  const std::size_t r = blockIdx.x;
-  const unsigned* h = hist + r * kBins;
-  constexpr unsigned per = kBins / kWideThreads;
-  const unsigned top = kBins - 1 - threadIdx.x * per;  // this thread's bins, from the top
-  unsigned run = 0;
-  for (unsigned i = 0; i < per; ++i) run += h[top - i];
-  unsigned above;
-  Scan(scan_storage).ExclusiveSum(run, above);
-  if (std::size_t(ends[r]) <= k) {  // every valid score is chosen: pass 4 writes them
-    if (threadIdx.x == 0) rows[r] = WideRow{0, 0, 0, 0, 0};
-    return;
-  }
-  if (above < k && k <= above + run) {
-    unsigned left = unsigned(k) - above;
-    for (unsigned i = 0;; ++i) {
-      if (h[top - i] >= left) {
-        rows[r] = WideRow{top - i, left, 0, 0, h[top - i] > kCandidates ? 1u : 0u};
-        break;
-      }
-      left -= h[top - i];
-    }
+    if (!(found_mask >> i & 1)) continue;
+    // ascending order of (~key, index): key descending, then index ascending
+    const std::uint32_t key = order_key(__uint_as_float(bits[i]));
+    if (at < kCandidates) list[at] = (static_cast<unsigned long long>(~key) << 32) | index_of(i / 4, i % 4);
+    ++at;
   }
 }
 
-// One global reservation per block, round and list (a block scan places each
-// thread's finds): per-element atomics on the row's two counters serialised the
-// pass. Rounds of 8 scores per thread keep the registers, and so the occupancy, up.
-__global__ void __launch_bounds__(kWideThreads, 4) wide_collect(const float* scores, std::size_t width,
-                                                               const std::int32_t* ends, std::size_t k,
-                                                               WideRow* rows, std::uint32_t* staging,
-                                                               unsigned long long* candidates) {
-  constexpr int kRound = 8;
-  using Scan = cub::BlockScan<unsigned, kWideThreads>;
-  __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ unsigned base_chosen, base_candidates;
-  const std::size_t r = blockIdx.y, first = std::size_t(blockIdx.x) * kWideChunk;
-  const std::size_t end = std::size_t(ends[r]);
-  if (end <= k || rows[r].fallback || first >= end) return;
-  const unsigned bucket = rows[r].bucket;
-  // The next round's scores are loaded before this round's scan and writes, so a
-  // block keeps twice the bytes in flight.
-  float next[kRound];
-#pragma unroll
-  for (int i = 0; i < kRound; ++i) {
-    const std::size_t j = first + threadIdx.x + std::size_t(i) * kWideThreads;
-    next[i] = j < end ? __ldg(scores + r * width + j) : 0.0f;
-  }
-  for (int round = 0; round < kWidePerThread / kRound; ++round) {
-    const std::size_t start = first + std::size_t(round) * kRound * kWideThreads + threadIdx.x;
-    std::uint32_t key[kRound];
-    unsigned found = 0;  // chosen in the high 16 bits, candidates in the low 16
-#pragma unroll
-    for (int i = 0; i < kRound; ++i) {
-      const std::size_t j = start + std::size_t(i) * kWideThreads;
-      key[i] = order_key(next[i]);
-      const unsigned digit = key[i] >> kDigitShift;
-      if (j < end) found += digit > bucket ? 0x10000u : digit == bucket ? 1u : 0u;
-    }
-    if (round + 1 < kWidePerThread / kRound) {
-#pragma unroll
-      for (int i = 0; i < kRound; ++i) {
-        const std::size_t j = start + std::size_t(kRound + i) * kWideThreads;
-        next[i] = j < end ? __ldg(scores + r * width + j) : 0.0f;
-      }
-    }
-    unsigned offset, total;
-    Scan(scan_storage).ExclusiveSum(found, offset, total);
-    if (threadIdx.x == 0) {
-      base_chosen = (total >> 16) ? atomicAdd(&rows[r].chosen, total >> 16) : 0;
-      base_candidates = (total & 0xffffu) ? atomicAdd(&rows[r].candidates, total & 0xffffu) : 0;
-    }
-    __syncthreads();
-    unsigned next_chosen = base_chosen + (offset >> 16), next_candidate = base_candidates + (offset & 0xffffu);
-    __syncthreads();  // the bases are read before the next round overwrites them
-#pragma unroll
-    for (int i = 0; i < kRound; ++i) {
-      const std::size_t j = start + std::size_t(i) * kWideThreads;
-      if (j >= end) continue;
-      const unsigned digit = key[i] >> kDigitShift;
-      if (digit > bucket) {
-        staging[r * k + next_chosen++] = std::uint32_t(j);
-      } else if (digit == bucket) {
-        // ascending order of (~key, index): key descending, then index ascending
-        candidates[r * kCandidates + next_candidate++] = (static_cast<unsigned long long>(~key[i]) << 32) | j;
-      }
-    }
-  }
-}
-
+// Runs when the verdict word is clean (it reads the word itself).
 __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t* ends, std::size_t k,
-                                                             const WideRow* rows, const std::uint32_t* staging,
-                                                             const unsigned long long* candidates,
-                                                             int index_bits, std::int32_t* out) {
-  constexpr int kRankItems = kCandidates / kFinishThreads, kOutItems = kWideMaxK / kFinishThreads;
+                                                             WideRow* rows, const unsigned long long* candidates,
+                                                             int index_bits, DeviceVerdict* verdict,
+                                                             std::int32_t* out) {
+  constexpr int kListItems = kCandidates / kFinishThreads, kRankItems = kBucket / kFinishThreads,
+                kOutItems = kWideMaxK / kFinishThreads;
+  using SmallSort = cub::BlockRadixSort<unsigned long long, kFinishThreads, 1>;
   using RankSort = cub::BlockRadixSort<unsigned long long, kFinishThreads, kRankItems>;
   using IndexSort = cub::BlockRadixSort<std::uint32_t, kFinishThreads, kOutItems>;
   __shared__ union {
+    typename SmallSort::TempStorage small;
     typename RankSort::TempStorage rank;
     typename IndexSort::TempStorage index;
   } storage;
+  __shared__ union {
+    unsigned hist[kLevels];
+    unsigned long long bucket[kBucket];
+  } lists;
   __shared__ std::uint32_t chosen[kWideMaxK];
+  __shared__ unsigned definite_count, bucket_count;
+  if (verdict->refusal != kNoRefusal) return;
   const std::size_t r = blockIdx.x;
   const std::size_t n = std::size_t(ends[r]);
   std::int32_t* lanes = out + r * k;
@@ -338,24 +381,67 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
     for (std::size_t i = threadIdx.x; i < k; i += kFinishThreads) lanes[i] = i < n ? std::int32_t(i) : -1;
     return;
   }
-  const WideRow row = rows[r];
-  if (row.fallback) return;
-  unsigned long long items[kRankItems];
+  const unsigned count = rows[r].candidates, digit = rows[r].digit;
+  const auto fall_back = [&] {
+    if (threadIdx.x == 0) {
+      rows[r].fallback = 1;
+      atomicAdd(reinterpret_cast<unsigned long long*>(&verdict->detail[0]), 1ull);
+    }
+  };
+  if (count < k || count > kCandidates) return fall_back();
+  // The list by level: a key's digit above d, the top levels lumped together (a
+  // lumped bucket is still sorted on the whole key).
+  unsigned long long items[kListItems];
+  unsigned level[kListItems];
+  for (unsigned b = threadIdx.x; b < kLevels; b += kFinishThreads) lists.hist[b] = 0;
+  if (threadIdx.x == 0) definite_count = 0, bucket_count = 0;
+  __syncthreads();
 #pragma unroll
-  for (int i = 0; i < kRankItems; ++i) {
-    const unsigned c = threadIdx.x * kRankItems + unsigned(i);
-    items[i] = c < row.candidates ? candidates[r * kCandidates + c] : ~0ull;
+  for (int i = 0; i < kListItems; ++i) {
+    const unsigned c = threadIdx.x + unsigned(i) * kFinishThreads;
+    items[i] = c < count ? candidates[r * kCandidates + c] : 0;
+    level[i] = min((unsigned(~(items[i] >> 32)) >> kDigitShift) - digit, kLevels - 1);
+    // the list crowds a few levels: one atomic per level and warp, not per key
+    const unsigned same = __match_any_sync(0xffffffffu, c < count ? level[i] : ~0u);
+    if (c < count && (threadIdx.x & 31) == unsigned(__ffs(same) - 1)) atomicAdd(&lists.hist[level[i]], __popc(same));
   }
-  // blocked: thread t holds ranks t*kRankItems + i; the bucket's digit bits of ~key
-  // are equal, so only the bits below them and the index's matter
-  RankSort(storage.rank).Sort(items, 0, 64 - int(kDigitBits));
-  const unsigned definite = unsigned(k) - row.wanted;  // = row.chosen
+  __syncthreads();
+  unsigned definite;
+  const unsigned bucket = bin_of_rank<kFinishThreads>(lists.hist, kLevels, unsigned(k), &definite);
+  const unsigned in_bucket = lists.hist[bucket];
+  __syncthreads();  // the histogram is read before the bucket list overwrites it
+  if (in_bucket > kBucket) return fall_back();
+  const unsigned wanted = unsigned(k) - definite;
 #pragma unroll
-  for (int i = 0; i < kRankItems; ++i) {
-    const unsigned rank = threadIdx.x * kRankItems + unsigned(i);
-    if (rank < row.wanted) chosen[definite + rank] = std::uint32_t(items[i]);
+  for (int i = 0; i < kListItems; ++i) {
+    const unsigned c = threadIdx.x + unsigned(i) * kFinishThreads;
+    if (c >= count) continue;
+    if (level[i] > bucket) chosen[atomicAdd(&definite_count, 1u)] = std::uint32_t(items[i]);
+    else if (level[i] == bucket) lists.bucket[atomicAdd(&bucket_count, 1u)] = items[i];
   }
-  for (unsigned i = threadIdx.x; i < definite; i += kFinishThreads) chosen[i] = staging[r * k + i];
+  __syncthreads();
+  // Below the top level the bucket's digit bits of ~key are equal; only the bits
+  // below them and the index's matter. A bucket of one item per thread (the usual
+  // case) takes the smaller sort.
+  const int sort_bits = bucket == kLevels - 1 ? 64 : 64 - int(kDigitBits);
+  if (in_bucket <= kFinishThreads) {
+    unsigned long long ranked[1] = {threadIdx.x < in_bucket ? lists.bucket[threadIdx.x] : ~0ull};
+    SmallSort(storage.small).Sort(ranked, 0, sort_bits);
+    if (threadIdx.x < wanted) chosen[definite + threadIdx.x] = std::uint32_t(ranked[0]);
+  } else {
+    unsigned long long ranked[kRankItems];
+#pragma unroll
+    for (int i = 0; i < kRankItems; ++i) {
+      const unsigned c = threadIdx.x * kRankItems + unsigned(i);
+      ranked[i] = c < in_bucket ? lists.bucket[c] : ~0ull;
+    }
+    RankSort(storage.rank).Sort(ranked, 0, sort_bits);
+#pragma unroll
+    for (int i = 0; i < kRankItems; ++i) {
+      const unsigned rank = threadIdx.x * kRankItems + unsigned(i);
+      if (rank < wanted) chosen[definite + rank] = std::uint32_t(ranked[i]);
+    }
+  }
   __syncthreads();
   std::uint32_t index[kOutItems];
 #pragma unroll
@@ -380,32 +466,41 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (rows == 0) return out.size() == 0 ? Status<IndexerError>(Ok{}) : ie::ShapeMismatch{0, out.size()};
-  // Wide rows: validation is pass 1 of the many-blocks path (scratch: histograms,
-  // row records, staging lists, candidates).
-  const bool wide = width >= kWideMinWidth && k > 0 && k <= kWideMaxK && rows <= kWideMaxRows;
-  const auto aligned = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };  // each region 256-aligned
-  const std::size_t hist_bytes = aligned(rows * kBins * 4), info_bytes = aligned(rows * sizeof(WideRow));
-  const std::size_t staging_bytes = aligned(rows * k * 4), candidate_bytes = rows * kCandidates * 8;
+  // Wide rows: validation is pass 2 of the read-once path (scratch: row records,
+  // candidate lists). It writes out before the host has seen the verdict, so it
+  // needs out's shape right; a wrong shape takes the other path and is refused.
+  const bool wide = width >= kWideMinWidth && width < (std::size_t(1) << 31) && k > 0 && k <= kWideMaxK &&
+                    rows <= kWideMaxRows && out.size() == rows * k;
+  const std::size_t info_bytes = (rows * sizeof(WideRow) + 255) / 256 * 256;
   unsigned char* scratch = nullptr;
   if (wide) {
     void* p = nullptr;
-    if (int e = upload_scratch(nullptr, hist_bytes + info_bytes + staging_bytes + candidate_bytes, stream, &p))
-      return ie::DeviceFailure{e};
+    if (int e = upload_scratch(nullptr, info_bytes + rows * kCandidates * 8, stream, &p)) return ie::DeviceFailure{e};
     scratch = static_cast<unsigned char*>(p);
-    if (cudaError_t e = cudaMemsetAsync(scratch, 0, hist_bytes + info_bytes, stream); e != cudaSuccess)
+    if (cudaError_t e = cudaMemsetAsync(scratch, 0, info_bytes, stream); e != cudaSuccess)
       return ie::DeviceFailure{int(e)};
   }
-  auto* hist = reinterpret_cast<unsigned*>(scratch);
-  auto* info = reinterpret_cast<WideRow*>(scratch + hist_bytes);
-  auto* staging = reinterpret_cast<std::uint32_t*>(scratch + hist_bytes + info_bytes);
-  auto* candidates = reinterpret_cast<unsigned long long*>(scratch + hist_bytes + info_bytes + staging_bytes);
-  const unsigned wide_chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
+  auto* info = reinterpret_cast<WideRow*>(scratch);
+  auto* candidates = reinterpret_cast<unsigned long long*>(scratch + info_bytes);
 
   Verdict v;
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
   if (wide) {
-    wide_histogram<<<dim3(wide_chunks, unsigned(rows)), kWideThreads, 0, stream>>>(scores.data(), width, ends.data(),
-                                                                                  hist, v.word());
+    int index_bits = 1;
+    while ((std::size_t(1) << index_bits) < width) ++index_bits;
+    const unsigned chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
+    if (cudaError_t e = cudaMemsetAsync(&v.device->detail[0], 0, sizeof v.device->detail[0], stream); e != cudaSuccess)
+      return ie::DeviceFailure{int(e)};
+    wide_sample<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info);
+    const dim3 grid(chunks, unsigned(rows));
+    if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0)
+      wide_gather<true><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
+                                                           v.word());
+    else
+      wide_gather<false><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
+                                                            v.word());
+    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(ends.data(), k, info, candidates, index_bits, v.device,
+                                                               out.data());
   } else {
     const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
     validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width, ends.data(), chunks,
@@ -425,14 +520,8 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   } else if (out.size() != rows * k) {
     status = ie::ShapeMismatch{rows * k, out.size()};
   } else if (wide) {
-    wide_bucket<<<unsigned(rows), kWideThreads, 0, stream>>>(hist, ends.data(), k, info);
-    wide_collect<<<dim3(wide_chunks, unsigned(rows)), kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k,
-                                                                                info, staging, candidates);
-    int index_bits = 1;
-    while ((std::size_t(1) << index_bits) < width) ++index_bits;
-    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(ends.data(), k, info, staging, candidates, index_bits,
-                                                               out.data());
-    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), info);
+    if (v.host->detail[0] > 0)  // rows pass 3 left to the one-block kernel
+      select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), info);
   } else if (k > 0) {
     select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), nullptr);
   }
