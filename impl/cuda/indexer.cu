@@ -237,9 +237,13 @@ __device__ unsigned bin_of_rank(const unsigned* hist, unsigned bins, unsigned ra
 
 __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* scores, std::size_t width,
                                                             const std::int32_t* ends, std::size_t k,
-                                                            WideRow* rows) {
+                                                            WideRow* rows, DeviceVerdict* verdict) {
   __shared__ unsigned hist[kBins];
   const std::size_t r = blockIdx.x;
+  if (threadIdx.x == 0) {  // the call's counters start here: no memset before it
+    rows[r] = WideRow{0, 0, 0};
+    if (r == 0) verdict->detail[0] = 0;
+  }
   const std::int32_t end = ends[r];
   if (bad_end(end, width) || std::size_t(end) <= k) return;  // pass 2 refuses, pass 3 writes all
   for (unsigned b = threadIdx.x; b < kBins; b += kFinishThreads) hist[b] = 0;
@@ -477,8 +481,6 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
     void* p = nullptr;
     if (int e = upload_scratch(nullptr, info_bytes + rows * kCandidates * 8, stream, &p)) return ie::DeviceFailure{e};
     scratch = static_cast<unsigned char*>(p);
-    if (cudaError_t e = cudaMemsetAsync(scratch, 0, info_bytes, stream); e != cudaSuccess)
-      return ie::DeviceFailure{int(e)};
   }
   auto* info = reinterpret_cast<WideRow*>(scratch);
   auto* candidates = reinterpret_cast<unsigned long long*>(scratch + info_bytes);
@@ -489,9 +491,7 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
     int index_bits = 1;
     while ((std::size_t(1) << index_bits) < width) ++index_bits;
     const unsigned chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
-    if (cudaError_t e = cudaMemsetAsync(&v.device->detail[0], 0, sizeof v.device->detail[0], stream); e != cudaSuccess)
-      return ie::DeviceFailure{int(e)};
-    wide_sample<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info);
+    wide_sample<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, v.device);
     const dim3 grid(chunks, unsigned(rows));
     if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0)
       wide_gather<true><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
