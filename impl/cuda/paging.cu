@@ -143,17 +143,14 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
   std::int32_t j[kQuads][4];
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(block, u), g.lanes, j[u]);
+  int bad;  // validate found none
 #pragma unroll
-  for (int u = 0; u < kQuads; ++u) {
-    std::int32_t slot[4];
-    int bad;
+  for (int u = 0; u < kQuads; ++u)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
+    for (int e = 0; e < 4; ++e) {  // each lane's row becomes its slot
       const std::size_t lane = 4 * quad_of(block, u) + std::size_t(e);
-      slot[e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
+      j[u][e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
     }
-    j[u][0] = slot[0], j[u][1] = slot[1], j[u][2] = slot[2], j[u][3] = slot[3];
-  }
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
 }
