@@ -9,42 +9,54 @@ build=${1:-build/default}
 out=${OUT:-build/gpu-logs}
 mkdir -p "$out"
 status=0
-step() {  # step NAME COMMAND...: run, log, remember failure
+# Every step has a time limit: a wrong kernel can make a property's shrinking run
+# for as long as it is let (one such run spent 500 s of a session's device time).
+limit=${AETHER_STEP_LIMIT:-240}
+step() {  # step NAME COMMAND...: run, log, remember failure; returns the exit code
   local name=$1; shift
   echo "== $name: $*"
   local t0=$SECONDS
-  "$@" >"$out/$name.log" 2>&1
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   tail -n 4 "$out/$name.log"
+  [ $rc -eq 124 ] && echo "== $name: timed out after $limit s"
   echo "== $name: rc=$rc in $((SECONDS - t0)) s"
   [ $rc -eq 0 ] || status=1
+  return $rc
 }
-sanitize() {  # [VAR=value] sanitize TOOL NAME BINARY ARGS...
+# A component's properties and sanitizer runs go only after its tests pass: on a
+# broken build they would fail too, only slower.
+failed_tests=" "
+checked() {  # [VAR=value] checked COMPONENT FUNCTION ARGS...
+  local component=$1; shift
+  if [[ $failed_tests == *" $component "* ]]; then echo "== skipped ($component tests failed): $*"; return; fi
+  "$@"
+}
+sanitize() {  # sanitize TOOL NAME BINARY ARGS...
   local tool=$1 name=$2; shift 2
   step "$name" compute-sanitizer --tool "$tool" --error-exitcode 1 "$@"
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
-step witness_test "$build/tests/witness_test"
-step witness_props "$build/props/witness_props"
-step indexer_test "$build/tests/indexer_test"
-step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
-step paging_test "$build/tests/paging_test"
-step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
-step compress_test "$build/tests/compress_test"
-step compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
-sanitize memcheck memcheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
-sanitize racecheck racecheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
-RC_PARAMS=max_success=300 sanitize memcheck memcheck_compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
-sanitize memcheck memcheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda*'
-sanitize racecheck racecheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda*'
-RC_PARAMS=max_success=300 sanitize memcheck memcheck_paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
-RC_PARAMS=max_success=300 sanitize memcheck memcheck_indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
-sanitize memcheck memcheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
-sanitize racecheck racecheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*' 
-sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
-sanitize racecheck racecheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
-RC_PARAMS=max_success=500 sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
+for c in witness indexer paging compress; do
+  step ${c}_test "$build/tests/${c}_test" || failed_tests+="$c "
+done
+checked witness step witness_props "$build/props/witness_props"
+checked indexer step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
+checked paging step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
+checked compress step compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
+checked compress sanitize memcheck memcheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
+checked compress sanitize racecheck racecheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda'
+RC_PARAMS=max_success=300 checked compress sanitize memcheck memcheck_compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
+checked paging sanitize memcheck memcheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda*'
+checked paging sanitize racecheck racecheck_paging_test "$build/tests/paging_test" --gtest_filter='*/cuda*'
+RC_PARAMS=max_success=300 checked paging sanitize memcheck memcheck_paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
+RC_PARAMS=max_success=300 checked indexer sanitize memcheck memcheck_indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
+checked indexer sanitize memcheck memcheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
+checked indexer sanitize racecheck racecheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
+checked witness sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
+checked witness sanitize racecheck racecheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
+RC_PARAMS=max_success=500 checked witness sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
 step witness_bench_cuda "$build/bench/witness_bench_cuda"
 cat "$out/witness_bench_cuda.log"
 AETHER_TOPK_DUMP=/tmp/aether_topk_scores.bin step indexer_bench_cuda "$build/bench/indexer_bench_cuda"
