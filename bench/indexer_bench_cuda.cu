@@ -1,15 +1,18 @@
-// GPU timing of the exact top-k (256 rows x 262144 scores, K 2048, and one row of
-// 131072) against reading the scores once (bench/cuda_timing.cuh's read-only kernel) in the same run.
-// The scores are written to AETHER_TOPK_DUMP (if set) so that
-// bench/indexer_topk_torch.py times torch.topk on the same data in the same job.
-// Before timing, the GPU choice is checked against the CPU backend.
+// GPU timing of the exact top-k, K 2048, against reading the scores once
+// (bench/cuda_timing.cuh's read-only kernel) in the same run: rows 1, 16, 256 and
+// 2048 at L 131072 (prefixes of one 2048-row array) and 256 rows at L 262144 (the
+// bar's shape). With AETHER_TOPK_DUMP=DIR the scores go to DIR/scores_L.bin and
+// the times to DIR/aether_times.txt, so that bench/indexer_topk_torch.py times
+// torch.topk on the same data in the same job and prints the ratios. Before
+// timing, the GPU's choices are checked against the CPU backend, lane for lane.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "bench/cuda_timing.cuh"
@@ -26,55 +29,69 @@ int main() {
   }
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, 0), "properties");
+  const char* dump = std::getenv("AETHER_TOPK_DUMP");
+  FILE* times = dump ? std::fopen((std::string(dump) + "/aether_times.txt").c_str(), "w") : nullptr;
+  constexpr std::size_t k = 2048;
   bool ok = true;
-  struct Shape { std::size_t rows, width; } shapes[] = {{1, 131072}, {256, 262144}};
+  struct Shape {
+    std::size_t width;
+    std::vector<std::size_t> rows;  // timed on prefixes of the largest
+  } shapes[] = {{131072, {1, 16, 256, 2048}}, {262144, {256}}};
   for (const auto& s : shapes) {
-    const std::size_t k = 2048, n = s.rows * s.width;
+    const std::size_t most = s.rows.back(), n = most * s.width;
     std::vector<float> host(n);
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     for (float& x : host) x = normal(rng);
-    const std::vector<std::int32_t> ends(s.rows, std::int32_t(s.width));
+    const std::vector<std::int32_t> ends(most, std::int32_t(s.width));
     float* d_scores;
     std::int32_t *d_ends, *d_out;
     int* d_sink;
     check(cudaMalloc(&d_scores, n * 4), "malloc");
-    check(cudaMalloc(&d_ends, s.rows * 4), "malloc");
-    check(cudaMalloc(&d_out, s.rows * k * 4), "malloc");
+    check(cudaMalloc(&d_ends, most * 4), "malloc");
+    check(cudaMalloc(&d_out, most * k * 4), "malloc");
     check(cudaMalloc(&d_sink, 4), "malloc");
     check(cudaMemcpy(d_scores, host.data(), n * 4, cudaMemcpyHostToDevice), "upload");
-    check(cudaMemcpy(d_ends, ends.data(), s.rows * 4, cudaMemcpyHostToDevice), "upload");
-    const std::span<const float> scores(d_scores, n);
-    const std::span<const std::int32_t> dends(d_ends, s.rows);
-    const std::span<std::int32_t> out(d_out, s.rows * k);
-
-    std::vector<std::int32_t> want(s.rows * k), got(s.rows * k);
+    check(cudaMemcpy(d_ends, ends.data(), most * 4, cudaMemcpyHostToDevice), "upload");
+    std::vector<std::int32_t> want(most * k), got(most * k);
     (void)aether::cpu::valid_prefix_topk(host, s.width, ends, k, want);
-    check(cudaMemset(d_out, 0x5a, s.rows * k * 4), "poison");
-    if (!aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out)) ok = false;
-    check(cudaMemcpy(got.data(), d_out, s.rows * k * 4, cudaMemcpyDeviceToHost), "download");
-    if (got != want) {
-      std::printf("MISMATCH rows=%zu width=%zu\n", s.rows, s.width);
-      ok = false;
-    }
-    // one call per event pair: the call synchronises on its verdict anyway
-    const float t_topk = median_us(nullptr, [&] { (void)aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out); }, 1) / 1000;
-    const float t_read = median_us(nullptr, [&] {
-      read_only<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const int4*>(d_scores), n / 4, d_sink);
-    }) / 1000;
-    std::printf("topk rows %zu x %zu, K %zu: %.3f ms; read once %.3f ms (%.2f TB/s); topk / read %.2f\n",
-                s.rows, s.width, k, t_topk, t_read, double(n) * 4 / t_read / 1e9, t_topk / t_read);
-    if (const char* dump = std::getenv("AETHER_TOPK_DUMP"); dump && s.rows == 256) {
-      if (FILE* f = std::fopen(dump, "wb")) {
-        std::fwrite(host.data(), 4, n, f);
-        std::fclose(f);
+    for (const std::size_t rows : s.rows) {
+      const std::span<const float> scores(d_scores, rows * s.width);
+      const std::span<const std::int32_t> dends(d_ends, rows);
+      const std::span<std::int32_t> out(d_out, rows * k);
+      check(cudaMemset(d_out, 0x5a, rows * k * 4), "poison");
+      if (!aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out)) ok = false;
+      check(cudaMemcpy(got.data(), d_out, rows * k * 4, cudaMemcpyDeviceToHost), "download");
+      if (!std::equal(got.begin(), got.begin() + std::ptrdiff_t(rows * k), want.begin())) {
+        std::printf("MISMATCH rows=%zu width=%zu\n", rows, s.width);
+        ok = false;
       }
+      // one call per event pair: the call synchronises on its verdict anyway
+      const float t_topk =
+          median_us(nullptr, [&] { (void)aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out); }, 1) / 1000;
+      const float t_read = median_us(nullptr, [&] {
+        read_only<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const int4*>(d_scores), rows * s.width / 4,
+                                                         d_sink);
+      }) / 1000;
+      std::printf("topk rows %zu x %zu, K %zu: %.3f ms; read once %.3f ms (%.2f TB/s); topk / read %.2f\n", rows,
+                  s.width, k, t_topk, t_read, double(rows * s.width) * 4 / t_read / 1e9, t_topk / t_read);
+      if (times) std::fprintf(times, "%zu %zu %.6f\n", rows, s.width, t_topk);
+    }
+    if (dump) {
+      const std::string path = std::string(dump) + "/scores_" + std::to_string(s.width) + ".bin";
+      FILE* f = std::fopen(path.c_str(), "wb");
+      if (!f || std::fwrite(host.data(), 4, n, f) != n) {
+        std::printf("indexer_bench_cuda: cannot write %s\n", path.c_str());
+        ok = false;
+      }
+      if (f) std::fclose(f);
     }
     cudaFree(d_scores);
     cudaFree(d_ends);
     cudaFree(d_out);
     cudaFree(d_sink);
   }
+  if (times) std::fclose(times);
   std::printf(ok ? "indexer_bench_cuda: GPU choices matched the CPU backend\n"
                  : "indexer_bench_cuda: FAILED correctness check\n");
   return ok ? 0 : 1;

@@ -59,9 +59,10 @@ checked witness sanitize racecheck racecheck_witness_test "$build/tests/witness_
 RC_PARAMS=max_success=500 checked witness sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
 step witness_bench_cuda "$build/bench/witness_bench_cuda"
 cat "$out/witness_bench_cuda.log"
-AETHER_TOPK_DUMP=/tmp/aether_topk_scores.bin step indexer_bench_cuda "$build/bench/indexer_bench_cuda"
+mkdir -p /tmp/aether_topk
+AETHER_TOPK_DUMP=/tmp/aether_topk step indexer_bench_cuda "$build/bench/indexer_bench_cuda"
 cat "$out/indexer_bench_cuda.log"
-step indexer_topk_torch python3 bench/indexer_topk_torch.py /tmp/aether_topk_scores.bin
+step indexer_topk_torch python3 bench/indexer_topk_torch.py /tmp/aether_topk
 cat "$out/indexer_topk_torch.log"
 step indexer_scores_bench_cuda "$build/bench/indexer_scores_bench_cuda"
 cat "$out/indexer_scores_bench_cuda.log"
