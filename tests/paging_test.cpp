@@ -2,6 +2,9 @@
 // and the refusals (docs/paging.md says which lanes map to -1 and which refuse).
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "impl/cpu/paging.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/property.hpp"
 
@@ -62,6 +65,34 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
   refused({1, -2}, 2, {2}, {7, 2}, 2, 8, 2, pe::RowOutsideTable{1, -2});
   refused({1, 4}, 2, {2}, {7, -1}, 2, 8, 2, pe::BadBlock{1, -1});
   refused({1}, 1, {1}, {0x7fffffff}, 1, 8, 2, pe::BadBlock{0, 0x7fffffff});
+}
+
+// Past lab size: a call one resident grid holds (the CUDA backend's one-pass
+// kernel) and one too large for it (validation, then conversion), each equal to
+// the model-checked CPU backend lane for lane, then refused at two lanes (the lower
+// reported) and left untouched.
+TEST_P(Paging, large_calls_match_the_cpu_and_refuse_whole) {
+  const std::size_t k = 2048, per = 1024;
+  for (const std::size_t requests : {300, 2700}) {
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<std::int32_t> row(-1, 16383), block(0, 1 << 20);
+    V rows(requests * k), counts(requests), tables(requests * per);
+    for (auto& r : rows) r = row(rng);
+    for (auto& b : tables) b = block(rng);
+    for (std::size_t n = 0; n < requests; ++n) counts[n] = std::int32_t((n * 37) % (k + 1));
+    V want(rows.size()), got(rows.size(), 77);
+    ASSERT_TRUE(cpu::paged_slots(rows, k, counts, tables, per, 64, 4, want).ok());
+    ASSERT_TRUE(backend.slots(rows, k, counts, tables, per, 64, 4, got).ok()) << requests;
+    EXPECT_EQ(got, want) << requests << " requests";
+    const std::size_t late = rows.size() - 5, early = rows.size() / 2 + 7;  // both valid lanes
+    counts[late / k] = counts[early / k] = std::int32_t(k);
+    rows[late] = 16384, rows[early] = -9;
+    V untouched(rows.size(), 77);
+    const auto st = backend.slots(rows, k, counts, tables, per, 64, 4, untouched);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error(), (PagingError{pe::RowOutsideTable{early, -9}})) << requests;
+    EXPECT_EQ(untouched, V(rows.size(), 77));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Paging, ::testing::Values("model", "cpu", "cuda", "cuda_queued"),
