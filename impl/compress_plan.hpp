@@ -42,15 +42,17 @@ inline std::variant<CompressPlan, CompressError> plan_call(std::span<const Compr
                                                            std::size_t positions) {
   namespace ce = compress_error;
   if (shape.ratio < 1 || shape.dim == 0 || shape.ring == 0) return ce::BadShape{shape.ratio, shape.dim, shape.ring};
-  std::vector<bool> used(shape.state_slots, false);
+  std::vector<unsigned char> used(shape.state_slots, 0);  // bytes: a call's planning is on every call's path
   CompressPlan plan;
+  plan.token_offset.reserve(requests.size());
+  plan.row_offset.reserve(requests.size());
   std::int64_t qmax = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const CompressRequest& q = requests[i];
     if (q.state_slot < 0 || std::size_t(q.state_slot) >= shape.state_slots || used[std::size_t(q.state_slot)] ||
         q.start < 0 || q.tokens < 0 || q.start + q.tokens > INT32_MAX)
       return ce::BadRequest{i};
-    used[std::size_t(q.state_slot)] = true;
+    used[std::size_t(q.state_slot)] = 1;
     plan.token_offset.push_back(plan.tokens);
     plan.row_offset.push_back(plan.rows);
     plan.tokens += std::size_t(q.tokens);

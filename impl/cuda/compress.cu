@@ -346,6 +346,7 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
   const auto& plan = std::get<impl::CompressPlan>(planned);
   if (requests.empty()) return Ok{};
   std::vector<RequestMeta> meta;
+  meta.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i)
     meta.push_back({requests[i].start, std::int64_t(plan.token_offset[i]), std::int64_t(plan.row_offset[i]),
                     requests[i].state_slot, requests[i].tokens});
