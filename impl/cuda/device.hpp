@@ -25,7 +25,7 @@ int device_count();
 // row, its block), so the host needs no further copies.
 struct DeviceVerdict {
   unsigned long long refusal;
-  long long detail[3];
+  long long detail[2];
 };
 struct Verdict {
   DeviceVerdict* device = nullptr;

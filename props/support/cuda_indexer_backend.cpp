@@ -66,7 +66,7 @@ PagingBackend cuda_queued_paging_backend() {
             const auto rows_host = shifted(rows), out_host = shifted(out);
             DeviceBuffer<std::int32_t> d_rows{std::span<const std::int32_t>(rows_host)}, d_counts(counts),
                 d_tables(tables), d_out{std::span<const std::int32_t>(out_host)};
-            const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a, 0x5a5a}};
+            const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
             DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
             auto& target = in_place ? d_rows : d_out;
             auto status = cuda::enqueue_paged_slots(d_rows.span().subspan(1), k, d_counts.span(), d_tables.span(), per,
