@@ -141,7 +141,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, the index a
 # 16-byte group reports, the bits the top-k's index sort covers, the K-th's
 # bucket taken whole, rows left to the one-block kernel not counted; slots written
-# despite a refusal, the reverse pass skipping a block, a quad's lanes swapped.
+# despite a refusal, the reverse pass skipping a block, the one-pass kernel
+# skipping its last quad, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
@@ -156,6 +157,8 @@ cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
   's|refusal != kNoRefusal) {|refusal == 0) {|'
 cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
   's|const unsigned block = gridDim.x - 1 - blockIdx.x;|const unsigned block = gridDim.x - blockIdx.x;|'
+cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
+  's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-quad-lanes-swapped impl/cuda/paging.cu \
   's|j\[0\] = v.x, j\[1\] = v.y|j[0] = v.y, j[1] = v.x|'
 

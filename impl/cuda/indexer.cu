@@ -319,7 +319,11 @@ __global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scor
   // key's float (one compare; NaN never compares, and refuses the call anyway).
   const bool gather = end > k, full = first + unsigned(kWideChunk) <= end;
   const std::uint32_t lowest = gather ? rows[r].digit << kDigitShift : 0xffffffffu;
-  const float threshold = lowest & 0x80000000u ? __uint_as_float(lowest & 0x7fffffffu) : __uint_as_float(~lowest);
+  // Digits 0 to 15 hold only negative infinity and NaN patterns: every finite key
+  // is above them (a row of K to 2K valid scores samples digit 0).
+  const float threshold = lowest & 0x80000000u ? __uint_as_float(lowest & 0x7fffffffu)
+                          : lowest < 0x00800000u ? -INFINITY
+                                                 : __uint_as_float(~lowest);
   unsigned found_mask = 0, exponent_max = 0;
 #pragma unroll
   for (int i = 0; i < kWidePerThread; ++i) {

@@ -1,3 +1,4 @@
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -68,11 +69,15 @@ __device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane
 }
 
 constexpr std::size_t kLanesPerBlock = std::size_t(kThreads) * kQuads * 4;
+// The one-pass kernel holds 16 lanes per thread in registers.
+constexpr int kResidentQuads = 4;
+constexpr std::size_t kResidentLanesPerBlock = std::size_t(kThreads) * kResidentQuads * 4;
 
 // A thread's quads (lanes [4q, 4q + 4)) lie kThreads apart, so each load of a
 // warp covers 512 contiguous bytes.
+template <int Quads = kQuads>
 __device__ __forceinline__ std::size_t quad_of(unsigned block, int u) {
-  return (std::size_t(block) * kQuads + std::size_t(u)) * kThreads + threadIdx.x;
+  return (std::size_t(block) * Quads + std::size_t(u)) * kThreads + threadIdx.x;
 }
 
 // One 16-byte access per quad when Vector (rows and out 16-byte aligned), else
@@ -99,6 +104,15 @@ __device__ __forceinline__ void store_quad(std::int32_t* out, std::size_t q, std
 #pragma unroll
   for (int e = 0; e < 4; ++e)
     if (4 * q + e < lanes) out[4 * q + e] = s[e];
+}
+
+// The refused lane's row, and for a bad block the block id, for the host's error.
+__device__ void describe(unsigned long long refusal, const std::int32_t* rows, const std::int32_t* tables,
+                         const Geometry& g, DeviceVerdict* verdict) {
+  const std::size_t lane = std::size_t(refusal >> 1);
+  const std::int64_t row = rows[lane];
+  verdict->detail[0] = row;
+  if (refusal & 1) verdict->detail[1] = tables[lane / g.k * g.blocks_per_request + std::size_t(row / g.bc)];
 }
 
 template <bool Vector>
@@ -131,12 +145,7 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
                                                     const std::int32_t* tables, Geometry g,
                                                     DeviceVerdict* verdict, std::int32_t* out) {
   if (const unsigned long long refusal = verdict->refusal; refusal != kNoRefusal) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-      const std::size_t lane = std::size_t(refusal >> 1);
-      const std::int64_t row = rows[lane];
-      verdict->detail[0] = row;
-      if (refusal & 1) verdict->detail[1] = tables[lane / g.k * g.blocks_per_request + std::size_t(row / g.bc)];
-    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) describe(refusal, rows, tables, g, verdict);
     return;
   }
   const unsigned block = gridDim.x - 1 - blockIdx.x;
@@ -153,6 +162,59 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
     }
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
+}
+
+// Calls whose lanes fit in the registers of one resident grid (launched
+// cooperatively): every lane read, checked and converted in registers, a
+// grid-wide barrier, then the slots written only if no lane was refused. One
+// read of the rows and tables instead of two, and one launch.
+template <bool Vector>
+__global__ void __launch_bounds__(kThreads) convert_resident(const std::int32_t* rows,
+                                                             const std::int32_t* valid_counts,
+                                                             const std::int32_t* tables, Geometry g,
+                                                             DeviceVerdict* verdict, std::int32_t* out) {
+  std::int32_t j[kResidentQuads][4];
+#pragma unroll
+  for (int u = 0; u < kResidentQuads; ++u)
+    load_quad<Vector>(rows, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
+  unsigned long long lowest = kNoRefusal;
+#pragma unroll
+  for (int u = 0; u < kResidentQuads; ++u)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {  // each lane's row becomes its slot
+      const std::size_t lane = 4 * quad_of<kResidentQuads>(blockIdx.x, u) + std::size_t(e);
+      int bad = -1;
+      j[u][e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
+      if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
+    }
+  if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
+  cooperative_groups::this_grid().sync();  // every lane checked; the word final
+  if (const unsigned long long refusal = *static_cast<volatile unsigned long long*>(&verdict->refusal);
+      refusal != kNoRefusal) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) describe(refusal, rows, tables, g, verdict);
+    return;
+  }
+#pragma unroll
+  for (int u = 0; u < kResidentQuads; ++u)
+    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
+}
+
+// Blocks of `kernel` the device holds at once (asked once per device: the
+// queries cost microseconds).
+template <auto kernel>
+std::size_t resident_blocks() {
+  constexpr int kDevices = 64;
+  thread_local int resident[kDevices] = {};
+  int device = 0;
+  cudaGetDevice(&device);
+  int& blocks = resident[device % kDevices];
+  if (blocks == 0) {
+    int sms = 1, per_sm = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0);
+    blocks = sms * per_sm > 0 ? sms * per_sm : -1;
+  }
+  return blocks > 0 ? std::size_t(blocks) : 0;
 }
 
 // The host's refusals (geometry, shapes), else the call's geometry.
@@ -172,21 +234,28 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
   return Ok{};
 }
 
+// One cooperative pass when the call fits one resident grid, else validate then
+// convert.
 template <bool Vector>
-void launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                   const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
+cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+                          Geometry g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
+  const std::size_t resident = (g.lanes + kResidentLanesPerBlock - 1) / kResidentLanesPerBlock;
+  if (resident <= resident_blocks<convert_resident<Vector>>()) {
+    void* args[] = {&rows, &valid_counts, &tables, &g, &verdict, &out};
+    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&convert_resident<Vector>),
+                                       dim3(unsigned(resident)), dim3(kThreads), args, 0, stream);
+  }
   const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
   validate<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, &verdict->refusal);
   convert<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, verdict, out);
+  return cudaGetLastError();
 }
 
 cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                    const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
   if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
-    launch_passes<true>(rows, valid_counts, tables, g, verdict, out, stream);
-  else
-    launch_passes<false>(rows, valid_counts, tables, g, verdict, out, stream);
-  return cudaGetLastError();
+    return launch_passes<true>(rows, valid_counts, tables, g, verdict, out, stream);
+  return launch_passes<false>(rows, valid_counts, tables, g, verdict, out, stream);
 }
 }  // namespace
 
