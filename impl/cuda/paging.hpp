@@ -1,8 +1,11 @@
 // CUDA backend of logical-row -> paged-slot conversion: the CPU signature
 // (impl/cpu/paging.hpp) over device memory, out may be rows itself. Refusals
-// depend on device data, so a first kernel finds the lowest bad lane and the
-// converting kernel writes only if there is none (it reads the verdict itself);
-// paged_slots waits once, returns the model's error and writes nothing on a refusal.
+// depend on device data, so every lane is checked before any is written: in one
+// cooperative kernel with a grid-wide barrier when the call's lanes fit in the
+// registers of one resident grid, else a first kernel finds the lowest bad lane
+// and the converting kernel writes only if there is none (it reads the verdict
+// itself). paged_slots waits once, returns the model's error and writes nothing on
+// a refusal.
 #pragma once
 
 #include <cstddef>
