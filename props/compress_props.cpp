@@ -308,7 +308,7 @@ AETHER_PROP(CompressCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
 #ifdef AETHER_HAVE_CUDA
 // CUDA shares the CPU's arithmetic (impl/compress_math.hpp): the same bits, the same
 // refusals, the same ring; partitions and schedules as on the CPU.
-AETHER_GPU_PROP(CompressCuda, equals_the_cpu_bit_for_bit, "L3", ()) {
+void equals_the_cpu_bit_for_bit(const props::CompressBackend& gpu) {
   const props::BatchCall c = *props::gen_batch_call(*gen::arbitrary<bool>());
   const auto run = [&](const props::CompressBackend& backend) {
     std::vector<float> ring = c.ring;
@@ -317,12 +317,20 @@ AETHER_GPU_PROP(CompressCuda, equals_the_cpu_bit_for_bit, "L3", ()) {
     const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring, c.shape, rows, index, positions);
     return std::tuple(st, ring, rows, index, positions);
   };
-  const auto cpu = run(props::cpu_compress_backend()), cuda = run(props::cuda_compress_backend());
+  const auto cpu = run(props::cpu_compress_backend()), cuda = run(gpu);
   RC_ASSERT(std::get<0>(cpu) == std::get<0>(cuda));
   RC_ASSERT(std::memcmp(std::get<1>(cpu).data(), std::get<1>(cuda).data(), std::get<1>(cpu).size() * 4) == 0);
   RC_ASSERT(std::get<2>(cpu) == std::get<2>(cuda));
   RC_ASSERT(std::get<3>(cpu) == std::get<3>(cuda));
   RC_ASSERT(std::get<4>(cpu) == std::get<4>(cuda));
+}
+
+AETHER_GPU_PROP(CompressCuda, equals_the_cpu_bit_for_bit, "L3", ()) {
+  equals_the_cpu_bit_for_bit(props::cuda_compress_backend());
+}
+
+AETHER_GPU_PROP(CompressCuda, the_queued_call_equals_the_cpu_bit_for_bit, "L3", ()) {
+  equals_the_cpu_bit_for_bit(props::cuda_queued_compress_backend());
 }
 
 AETHER_GPU_PROP(CompressCuda, every_chunk_partition_gives_the_same_bits, "L3", ()) {

@@ -138,13 +138,15 @@ mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
 mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
-# CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, the index a
-# 16-byte group reports, the bits the top-k's index sort covers, the K-th's
+# CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
+# call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, the K-th's
 # bucket taken whole, rows left to the one-block kernel not counted; slots written
 # despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
+cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/compress.cu \
+  's|  int failure = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);|  int failure = 0;|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \

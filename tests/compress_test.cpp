@@ -12,6 +12,13 @@
 #include "model/compress.hpp"
 #include "props/support/compress_gen.hpp"
 #include "props/support/property.hpp"
+#ifdef AETHER_HAVE_CUDA
+#include <cstring>
+#include <memory>
+
+#include "impl/cuda/compress.hpp"
+#include "props/support/device_buffer.hpp"
+#endif
 
 namespace aether {
 namespace {
@@ -161,7 +168,7 @@ TEST(CompressImpl, the_eight_lane_exp_gives_the_scalar_bits) {
 class Compress : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "cuda" && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+    if (GetParam().starts_with("cuda") && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
     for (auto& b : props::impl_compress_backends())
       if (b.name == GetParam()) backend = b;
   }
@@ -322,7 +329,67 @@ TEST_P(Compress, refusals_name_the_problem_and_write_nothing) {
   EXPECT_TRUE(backend.prefill(std::span(&q, 1), std::span(in).first(4), stale_ring, {2, 2, 7, 2}, row, index, position).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Compress, ::testing::Values("cpu", "cuda"),
+// Queued calls back to back on one stream, no wait between them (the host fills
+// one scratch buffer while the device still reads the other): three prefill chunks
+// and two decode steps over three requests, each into its own outputs, equal to the
+// same calls on the CPU.
+TEST(CompressCuda, queued_calls_back_to_back_equal_the_cpu) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const CompressShape shape{2, 64, 7, 3};
+  const std::size_t width = 2 * shape.dim;
+  struct Call { bool decode; std::int64_t start; std::int32_t tokens; };
+  const Call calls[] = {{false, 0, 5}, {false, 5, 4}, {false, 9, 7}, {true, 16, 3}, {true, 19, 3}};
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal;
+  std::vector<float> ring_cpu(shape.state_slots * shape.ring * width, 0.0f);
+  props::DeviceBuffer<float> ring_gpu{std::span<const float>(ring_cpu)};
+  props::DeviceBuffer<cuda::DeviceVerdict> verdicts{std::vector<cuda::DeviceVerdict>(std::size(calls))};
+  std::vector<std::vector<std::uint16_t>> want;
+  std::vector<std::unique_ptr<props::DeviceBuffer<float>>> inputs;
+  std::vector<std::unique_ptr<props::DeviceBuffer<std::uint16_t>>> rows;
+  std::vector<std::unique_ptr<props::DeviceBuffer<std::int32_t>>> index, positions;
+  for (std::size_t c = 0; c < std::size(calls); ++c) {
+    const Call& call = calls[c];
+    std::vector<CompressRequest> requests;
+    for (std::int32_t slot = 0; slot < 3; ++slot) requests.push_back({slot, call.start, call.tokens});
+    const std::size_t per = call.decode ? std::size_t(call.tokens)
+                                        : std::size_t(std::max<std::int64_t>(
+                                              1, (call.start + call.tokens) / 2 - call.start / 2));
+    std::vector<float> projected(3 * std::size_t(call.tokens) * width);
+    for (float& x : projected) x = normal(rng);
+    std::vector<std::uint16_t> out(3 * per * shape.dim);
+    std::vector<std::int32_t> out_index(3 * per), out_positions(3 * per);
+    const auto step = call.decode ? cpu::compress_decode : cpu::compress_prefill;
+    ASSERT_TRUE(step(requests, projected, ring_cpu, shape, out, out_index, out_positions).ok());
+    want.push_back(out);
+    inputs.push_back(std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(projected)));
+    rows.push_back(std::make_unique<props::DeviceBuffer<std::uint16_t>>(std::span<const std::uint16_t>(out)));
+    index.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(std::span<const std::int32_t>(out_index)));
+    positions.push_back(
+        std::make_unique<props::DeviceBuffer<std::int32_t>>(std::span<const std::int32_t>(out_positions)));
+    const auto queue = call.decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
+    ASSERT_TRUE(queue(requests, inputs.back()->span(), ring_gpu.span(), shape, rows.back()->span(),
+                      index.back()->span(), positions.back()->span(), verdicts.span().data() + c, nullptr)
+                    .ok());
+  }
+  std::vector<cuda::DeviceVerdict> verdict(std::size(calls));
+  verdicts.download(verdict);
+  std::vector<float> ring_back(ring_cpu.size());
+  ring_gpu.download(ring_back);
+  EXPECT_EQ(std::memcmp(ring_back.data(), ring_cpu.data(), ring_cpu.size() * 4), 0);
+  for (std::size_t c = 0; c < std::size(calls); ++c) {
+    EXPECT_TRUE(cuda::compress_verdict(verdict[c]).ok()) << "call " << c;
+    std::vector<std::uint16_t> got(want[c].size(), 0);
+    rows[c]->download(got);
+    EXPECT_EQ(got, want[c]) << "call " << c;
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Compress, ::testing::Values("cpu", "cuda", "cuda_queued"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -334,17 +334,13 @@ bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::ui
 // sees until the device's verdict word says nothing was refused: prefill computes
 // its rows into a staging buffer while checking what it reads, then commits them
 // and the ring's new entries; decode checks its inputs in a first pass, then its
-// ring writes and rows. The pass-2 kernels read the word themselves, so the host
-// waits once, at the end, for the verdict it returns.
-Status<CompressError> run(std::span<const CompressRequest> requests, std::span<const float> projected,
-                          std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
-                          std::span<std::int32_t> row_index, std::span<std::int32_t> positions, Step step,
-                          Stream stream) {
-  const auto planned = impl::plan_call(requests, shape, step, projected.size(), ring.size(), rows.size(),
-                                       row_index.size(), positions.size());
-  if (auto* e = std::get_if<CompressError>(&planned)) return *e;
-  const auto& plan = std::get<impl::CompressPlan>(planned);
-  if (requests.empty()) return Ok{};
+// ring writes and rows. The pass-2 kernels read the word themselves, so nothing
+// waits between them. Queues a planned, non-empty call; `word` already holds
+// kNoRefusal on `stream`. 0 or the cudaError_t.
+int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requests,
+           std::span<const float> projected, std::span<float> ring, const CompressShape& shape,
+           std::span<std::uint16_t> rows, std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+           Step step, unsigned long long* word, Stream stream) {
   std::vector<RequestMeta> meta;
   meta.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i)
@@ -357,7 +353,7 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
   void* scratch = nullptr;
   if (int e = upload_scratch(meta.data(), meta.size() * sizeof(RequestMeta), stream, &scratch,
                              meta_bytes + staged_bytes + (decode ? 0 : plan.rows * 4)))
-    return ce::DeviceFailure{e};
+    return e;
   const auto* d_meta = static_cast<const RequestMeta*>(scratch);
   auto* staged = reinterpret_cast<std::uint16_t*>(static_cast<char*>(scratch) + meta_bytes);
   auto* staged_j = reinterpret_cast<std::int32_t*>(static_cast<char*>(scratch) + meta_bytes + staged_bytes);
@@ -365,44 +361,83 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
   const bool vector = shape.dim % 4 == 0 && aligned(projected.data(), 16) && aligned(ring.data(), 16);
   const int R = vector && (!decode || aligned(rows.data(), 8)) ? int(shape.ratio) : 0;
   const unsigned warp_threads = 32 * kWarpsPerBlock;
-
-  Verdict v;
-  int failure = begin_verdict(v, stream);
-  if (failure == 0 && decode) {
+  if (decode) {
     const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
     validate<<<grid_for(work, 256, 4096) + 1, 256, 0, stream>>>(projected.data(), projected.size(), ring.data(),
-                                                                d_meta, meta.size(), g, v.word());
+                                                                d_meta, meta.size(), g, word);
     if (plan.tokens > 0)
       with_ratio(R, [&](auto r) {
         decode_rows<r()><<<resident_grid<decode_rows<r()>>(plan.tokens), warp_threads, 0, stream>>>(
             d_meta, meta.size(), plan.tokens, projected.data(), ring.data(), g, rows.data(), row_index.data(),
-            positions.data(), vector, v.word());
+            positions.data(), vector, word);
       });
-  } else if (failure == 0) {
+  } else {
     with_ratio(R, [&](auto r) {
       prefill_rows<r()><<<resident_grid<prefill_rows<r()>>(plan.rows), warp_threads, 0, stream>>>(
-          d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, v.word());
+          d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, word);
     });
     commit_rows<<<grid_for(std::max(plan.rows * shape.dim / 8, plan.rows), 256, 4096) + 1, 256, 0, stream>>>(
         staged, staged_j, plan.rows, unsigned(shape.dim), shape.ratio, rows.data(), row_index.data(),
-        positions.data(), aligned(rows.data(), 16), v.word());
+        positions.data(), aligned(rows.data(), 16), word);
     if (plan.tokens > 0) {
       std::size_t most = 1;
       for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
       const dim3 grid(unsigned(meta.size()), unsigned(std::min({shape.ring, most, std::size_t(65535)})));
-      keep_in_ring<<<grid, 128, 0, stream>>>(d_meta, projected.data(), ring.data(), g, vector, v.word());
+      keep_in_ring<<<grid, 128, 0, stream>>>(d_meta, projected.data(), ring.data(), g, vector, word);
     }
   }
-  if (failure == 0) failure = cudaGetLastError();
-  // recorded on every path: the next call's upload waits for this one's copy
+  int failure = cudaGetLastError();
+  // recorded on every path: the call that next takes this buffer waits for it
   if (const int e = release_scratch(stream); failure == 0) failure = e;
+  return failure;
+}
+
+using Planned = std::variant<impl::CompressPlan, CompressError>;
+Planned plan_of(std::span<const CompressRequest> requests, std::span<const float> projected, std::span<float> ring,
+                const CompressShape& shape, std::span<std::uint16_t> rows, std::span<std::int32_t> row_index,
+                std::span<std::int32_t> positions, Step step) {
+  return impl::plan_call(requests, shape, step, projected.size(), ring.size(), rows.size(), row_index.size(),
+                         positions.size());
+}
+
+// The call, waiting once for the device's verdict.
+Status<CompressError> run(std::span<const CompressRequest> requests, std::span<const float> projected,
+                          std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
+                          std::span<std::int32_t> row_index, std::span<std::int32_t> positions, Step step,
+                          Stream stream) {
+  const Planned planned = plan_of(requests, projected, ring, shape, rows, row_index, positions, step);
+  if (auto* e = std::get_if<CompressError>(&planned)) return *e;
+  if (requests.empty()) return Ok{};
+  Verdict v;
+  int failure = begin_verdict(v, stream);
+  if (failure == 0)
+    failure = launch(std::get<impl::CompressPlan>(planned), requests, projected, ring, shape, rows, row_index,
+                     positions, step, v.word(), stream);
   if (failure == 0) failure = end_verdict(v, stream);
   if (failure != 0) return ce::DeviceFailure{failure};
-  if (v.refusal() != kNoError)
-    return ce::NonFiniteInput{v.refusal() & kRingBit ? 1 : 0, std::size_t(v.refusal() & ~kRingBit)};
+  return compress_verdict(*v.host);
+}
+
+// The call queued, its device refusals left in *verdict.
+Status<CompressError> enqueue(std::span<const CompressRequest> requests, std::span<const float> projected,
+                              std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
+                              std::span<std::int32_t> row_index, std::span<std::int32_t> positions, Step step,
+                              DeviceVerdict* verdict, Stream stream) {
+  const Planned planned = plan_of(requests, projected, ring, shape, rows, row_index, positions, step);
+  if (auto* e = std::get_if<CompressError>(&planned)) return *e;
+  int failure = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
+  if (failure == 0 && !requests.empty())
+    failure = launch(std::get<impl::CompressPlan>(planned), requests, projected, ring, shape, rows, row_index,
+                     positions, step, &verdict->refusal, stream);
+  if (failure != 0) return ce::DeviceFailure{failure};
   return Ok{};
 }
 }  // namespace
+
+Status<CompressError> compress_verdict(const DeviceVerdict& verdict) {
+  if (verdict.refusal == kNoError) return Ok{};
+  return ce::NonFiniteInput{verdict.refusal & kRingBit ? 1 : 0, std::size_t(verdict.refusal & ~kRingBit)};
+}
 
 Status<CompressError> compress_prefill(std::span<const CompressRequest> requests,
                                        std::span<const float> projected, std::span<float> ring,
@@ -418,6 +453,22 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
                                       std::span<std::int32_t> row_index,
                                       std::span<std::int32_t> positions, Stream stream) {
   return run(requests, projected, ring, shape, rows, row_index, positions, Step::Decode, stream);
+}
+
+Status<CompressError> enqueue_compress_prefill(std::span<const CompressRequest> requests,
+                                               std::span<const float> projected, std::span<float> ring,
+                                               const CompressShape& shape, std::span<std::uint16_t> rows,
+                                               std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+                                               DeviceVerdict* verdict, Stream stream) {
+  return enqueue(requests, projected, ring, shape, rows, row_index, positions, Step::Prefill, verdict, stream);
+}
+
+Status<CompressError> enqueue_compress_decode(std::span<const CompressRequest> requests,
+                                              std::span<const float> projected, std::span<float> ring,
+                                              const CompressShape& shape, std::span<std::uint16_t> rows,
+                                              std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+                                              DeviceVerdict* verdict, Stream stream) {
+  return enqueue(requests, projected, ring, shape, rows, row_index, positions, Step::Decode, verdict, stream);
 }
 
 }  // namespace aether::cuda

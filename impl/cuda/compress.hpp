@@ -4,7 +4,8 @@
 // (impl/compress_math.hpp): the same bits. Refusals from sizes and metadata are
 // decided on the host; NaN/inf in the inputs a step reads are found on the device
 // before anything the caller sees is written (prefill stages its rows, decode
-// checks first), and the call returns once the device's verdict is in.
+// checks first), and the call returns once the device's verdict is in (the
+// enqueue_ forms below leave it on the device).
 #pragma once
 
 #include <cstdint>
@@ -26,5 +27,24 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
                                       const CompressShape& shape, std::span<std::uint16_t> rows,
                                       std::span<std::int32_t> row_index,
                                       std::span<std::int32_t> positions, Stream stream = nullptr);
+
+// The same steps queued on `stream` without waiting, for a serving loop that keeps
+// the host off the critical path. Refusals from sizes and metadata return at once;
+// NaN/inf found on the device are left in *verdict (device memory the caller
+// owns), with nothing the caller sees written: after the stream, copy it to the
+// host and read it with compress_verdict. The requests are copied before the call
+// returns; the kernels read them from a buffer the call after next reuses, so a
+// CUDA graph must not capture these calls.
+Status<CompressError> enqueue_compress_prefill(std::span<const CompressRequest> requests,
+                                               std::span<const float> projected, std::span<float> ring,
+                                               const CompressShape& shape, std::span<std::uint16_t> rows,
+                                               std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+                                               DeviceVerdict* verdict, Stream stream = nullptr);
+Status<CompressError> enqueue_compress_decode(std::span<const CompressRequest> requests,
+                                              std::span<const float> projected, std::span<float> ring,
+                                              const CompressShape& shape, std::span<std::uint16_t> rows,
+                                              std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+                                              DeviceVerdict* verdict, Stream stream = nullptr);
+Status<CompressError> compress_verdict(const DeviceVerdict& verdict);
 
 }  // namespace aether::cuda

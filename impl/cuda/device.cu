@@ -70,37 +70,48 @@ struct Scratch {
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
 };
-struct ScratchSlots {
-  std::vector<std::pair<int, Scratch>> by_device;
-  ~ScratchSlots() {
-    for (auto& [device, s] : by_device) {
-      cudaFree(s.buffer);
-      cudaFreeHost(s.pinned);
-      if (s.done) cudaEventDestroy(s.done);
-    }
+// Calls take the slots in turn, so the host prepares a call while the device still
+// runs the previous one (with one slot it waited for that call to finish reading).
+constexpr std::size_t kScratchSlots = 2;
+struct ScratchRing {
+  Scratch slots[kScratchSlots];
+  std::size_t current = 0;  // the slot of the call between upload and release
+};
+struct ScratchRings {
+  std::vector<std::pair<int, ScratchRing>> by_device;
+  ~ScratchRings() {
+    for (auto& [device, ring] : by_device)
+      for (Scratch& s : ring.slots) {
+        cudaFree(s.buffer);
+        cudaFreeHost(s.pinned);
+        if (s.done) cudaEventDestroy(s.done);
+      }
   }
 };
 
-int current_scratch(Scratch** out) {
-  thread_local ScratchSlots slots;
+int current_ring(ScratchRing** out) {
+  thread_local ScratchRings rings;
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  for (auto& [d, s] : slots.by_device)
+  for (auto& [d, ring] : rings.by_device)
     if (d == device) {
-      *out = &s;
+      *out = &ring;
       return 0;
     }
-  Scratch s;
-  if (cudaError_t e = cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming); e != cudaSuccess) return e;
-  slots.by_device.emplace_back(device, s);
-  *out = &slots.by_device.back().second;
+  ScratchRing ring;
+  for (Scratch& s : ring.slots)
+    if (cudaError_t e = cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming); e != cudaSuccess) return e;
+  rings.by_device.emplace_back(device, ring);
+  *out = &rings.by_device.back().second;
   return 0;
 }
 }  // namespace
 
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve) {
-  Scratch* s = nullptr;
-  if (int e = current_scratch(&s)) return e;
+  ScratchRing* ring = nullptr;
+  if (int e = current_ring(&ring)) return e;
+  ring->current = (ring->current + 1) % kScratchSlots;
+  Scratch* s = &ring->slots[ring->current];
   if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
   if (const std::size_t needed = std::max(bytes, reserve); needed > s->bytes) {
     cudaFree(s->buffer);
@@ -123,9 +134,9 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
 }
 
 int release_scratch(Stream stream) {
-  Scratch* s = nullptr;
-  if (int e = current_scratch(&s)) return e;
-  return cudaEventRecord(s->done, stream);
+  ScratchRing* ring = nullptr;
+  if (int e = current_ring(&ring)) return e;
+  return cudaEventRecord(ring->slots[ring->current].done, stream);
 }
 
 }  // namespace aether::cuda

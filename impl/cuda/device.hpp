@@ -39,12 +39,15 @@ int begin_verdict(Verdict& verdict, Stream stream);
 // Copies the device verdict to *verdict.host and waits for `stream`; 0 or the cudaError_t.
 int end_verdict(const Verdict& verdict, Stream stream);
 
-// A call's metadata, built on the host, in a per-thread, per-device device buffer
-// grown on demand: upload_scratch waits until the same thread's previous call has
-// finished reading the buffer (release_scratch recorded that point on its stream),
-// then copies `bytes` from `host` on `stream` (host nullptr: no copy, the buffer
-// is only reserved). The buffer holds at least max(bytes, reserve) bytes: room
-// for device-only work after the copied part. 0 or the cudaError_t.
+// A call's metadata, built on the host, in one of two per-thread, per-device
+// device buffers grown on demand and taken in turn (so the host can prepare a call
+// while the device runs the previous one): upload_scratch waits until the call
+// that last used the buffer has finished reading it (release_scratch recorded that
+// point on its stream), then copies `bytes` from `host` on `stream` (host nullptr:
+// no copy, the buffer is only reserved). The buffer holds at least max(bytes,
+// reserve) bytes: room for device-only work after the copied part. Every
+// upload_scratch is followed by its release_scratch before the next. 0 or the
+// cudaError_t.
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0);
 int release_scratch(Stream stream);
 

@@ -13,7 +13,10 @@ CompressBackend cpu_compress_backend() {
 std::vector<CompressBackend> impl_compress_backends() {
   std::vector<CompressBackend> backends{cpu_compress_backend()};
 #ifdef AETHER_HAVE_CUDA
-  if (gpu_present()) backends.push_back(cuda_compress_backend());
+  if (gpu_present()) {
+    backends.push_back(cuda_compress_backend());
+    backends.push_back(cuda_queued_compress_backend());
+  }
 #endif
   return backends;
 }

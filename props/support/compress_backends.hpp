@@ -28,8 +28,9 @@ struct CompressBackend {
 CompressBackend cpu_compress_backend();
 #ifdef AETHER_HAVE_CUDA
 CompressBackend cuda_compress_backend();
+CompressBackend cuda_queued_compress_backend();  // the enqueue_ steps, verdict read back
 #endif
-// The CPU, then CUDA when a device is visible.
+// The CPU, then both CUDA entry points when a device is visible.
 std::vector<CompressBackend> impl_compress_backends();
 
 }  // namespace aether::props

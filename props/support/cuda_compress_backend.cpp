@@ -30,4 +30,27 @@ CompressBackend cuda_compress_backend() {
           staged([](auto... a) { return cuda::compress_decode(a...); })};
 }
 
+namespace {
+// An enqueue_ step with its device verdict read back: the waiting signature.
+template <class Enqueue>
+auto with_verdict(Enqueue enqueue) {
+  return [enqueue](std::span<const CompressRequest> requests, std::span<const float> projected,
+                   std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
+                   std::span<std::int32_t> row_index, std::span<std::int32_t> positions, cuda::Stream stream) {
+    const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a, 0x5a5a}};
+    DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
+    auto status = enqueue(requests, projected, ring, shape, rows, row_index, positions, d_verdict.span().data(), stream);
+    cuda::DeviceVerdict verdict;
+    d_verdict.download({&verdict, 1});
+    if (status.ok()) status = cuda::compress_verdict(verdict);
+    return status;
+  };
+}
+}  // namespace
+
+CompressBackend cuda_queued_compress_backend() {
+  return {"cuda_queued", staged(with_verdict([](auto... a) { return cuda::enqueue_compress_prefill(a...); })),
+          staged(with_verdict([](auto... a) { return cuda::enqueue_compress_decode(a...); }))};
+}
+
 }  // namespace aether::props
