@@ -311,21 +311,10 @@ unsigned grid_for(std::size_t work, std::size_t per_block, std::size_t most = st
 
 // Blocks of kWarpsPerBlock warps for `warps` warps of work, at most what the
 // device holds at once (the row kernels' warps persist over their share).
-// Asked once per kernel and device (the queries cost microseconds per call).
 template <auto kernel>
 unsigned resident_grid(std::size_t warps) {
-  constexpr int kDevices = 64;
-  thread_local int resident[kDevices] = {};
-  int device = 0;
-  cudaGetDevice(&device);
-  int& blocks = resident[device % kDevices];
-  if (blocks == 0) {
-    int sms = 1, per_sm = 1;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, int(32 * kWarpsPerBlock), 0);
-    blocks = std::max(1, sms * per_sm);
-  }
-  return std::max(1u, grid_for(warps, kWarpsPerBlock, std::size_t(blocks)));
+  const std::size_t blocks = resident_blocks(reinterpret_cast<const void*>(kernel), int(32 * kWarpsPerBlock));
+  return std::max(1u, grid_for(warps, kWarpsPerBlock, std::max<std::size_t>(1, blocks)));
 }
 
 bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }

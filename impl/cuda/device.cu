@@ -18,6 +18,25 @@ int device_count() {
   return n;
 }
 
+std::size_t resident_blocks(const void* kernel, int threads) {
+  struct Known {
+    const void* kernel;
+    int device, threads;
+    std::size_t blocks;
+  };
+  thread_local std::vector<Known> known;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  for (const Known& k : known)
+    if (k.kernel == kernel && k.device == device && k.threads == threads) return k.blocks;
+  int sms = 0, per_sm = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess)
+    return 0;
+  known.push_back({kernel, device, threads, std::size_t(sms) * std::size_t(per_sm)});
+  return known.back().blocks;
+}
+
 namespace {
 struct VerdictSlots {
   std::vector<std::pair<int, Verdict>> by_device;

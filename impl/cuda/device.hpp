@@ -39,6 +39,12 @@ int begin_verdict(Verdict& verdict, Stream stream);
 // Copies the device verdict to *verdict.host and waits for `stream`; 0 or the cudaError_t.
 int end_verdict(const Verdict& verdict, Stream stream);
 
+// Blocks of `kernel` (a __global__ function's address) with `threads` threads
+// each that the current device holds at once: a persistent or cooperative grid's
+// size. Asked once per kernel, size and device (the queries cost microseconds per
+// call); 0 if the runtime cannot say.
+std::size_t resident_blocks(const void* kernel, int threads);
+
 // A call's metadata, built on the host, in one of two per-thread, per-device
 // device buffers grown on demand and taken in turn (so the host can prepare a call
 // while the device runs the previous one): upload_scratch waits until the call

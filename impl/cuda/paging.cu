@@ -199,24 +199,6 @@ __global__ void __launch_bounds__(kThreads) convert_resident(const std::int32_t*
     store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
 }
 
-// Blocks of `kernel` the device holds at once (asked once per device: the
-// queries cost microseconds).
-template <auto kernel>
-std::size_t resident_blocks() {
-  constexpr int kDevices = 64;
-  thread_local int resident[kDevices] = {};
-  int device = 0;
-  cudaGetDevice(&device);
-  int& blocks = resident[device % kDevices];
-  if (blocks == 0) {
-    int sms = 1, per_sm = 0;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0);
-    blocks = sms * per_sm > 0 ? sms * per_sm : -1;
-  }
-  return blocks > 0 ? std::size_t(blocks) : 0;
-}
-
 // The host's refusals (geometry, shapes), else the call's geometry.
 Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests, std::size_t table_size,
                          std::size_t blocks_per_request, std::int64_t block_tokens, std::int64_t ratio,
@@ -240,7 +222,7 @@ template <bool Vector>
 cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                           Geometry g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
   const std::size_t resident = (g.lanes + kResidentLanesPerBlock - 1) / kResidentLanesPerBlock;
-  if (resident <= resident_blocks<convert_resident<Vector>>()) {
+  if (resident <= resident_blocks(reinterpret_cast<const void*>(&convert_resident<Vector>), kThreads)) {
     void* args[] = {&rows, &valid_counts, &tables, &g, &verdict, &out};
     return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&convert_resident<Vector>),
                                        dim3(unsigned(resident)), dim3(kThreads), args, 0, stream);
