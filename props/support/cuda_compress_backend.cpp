@@ -37,7 +37,7 @@ auto with_verdict(Enqueue enqueue) {
   return [enqueue](std::span<const CompressRequest> requests, std::span<const float> projected,
                    std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
                    std::span<std::int32_t> row_index, std::span<std::int32_t> positions, cuda::Stream stream) {
-    const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a, 0x5a5a}};
+    const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
     DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
     auto status = enqueue(requests, projected, ring, shape, rows, row_index, positions, d_verdict.span().data(), stream);
     cuda::DeviceVerdict verdict;
