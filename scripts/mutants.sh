@@ -139,7 +139,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
-# call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, the K-th's
+# call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, a gathered
+# score read again one place off, the K-th's
 # bucket taken whole, rows left to the one-block kernel not counted; slots written
 # despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad, a quad's lanes swapped.
@@ -151,6 +152,8 @@ cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
+cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer.cu \
+  's|    const std::uint32_t key = order_key(__ldg(row + j));|    const std::uint32_t key = order_key(__ldg(row + j + 1));|'
 cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
   's|    if (level\[i\] > bucket) chosen|    if (level[i] >= bucket) chosen|'
 cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer.cu \

@@ -277,13 +277,14 @@ __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* score
 }
 
 // Every thread loads its 32 scores (eight 16-byte loads when the row is aligned)
-// before using any, and keeps the per-score work to a few integer operations: the
-// pass is as much instruction- as memory-bound. Non-finite scores are looked for
+// before using any, and keeps the per-score work to a few operations (a float
+// compare into a bit mask, an exponent maximum): the pass was as much
+// instruction- as memory-bound. Non-finite scores are looked for
 // exactly only in a thread that saw one. Each warp then reserves room for its
 // finds with one atomic on the row's counter (a block-wide scan per round, with
 // its barriers, had made this pass three times as slow as a plain read).
 template <bool Vector>
-__global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scores, std::size_t width,
+__global__ void __launch_bounds__(kWideThreads, Vector ? 3 : 2) wide_gather(const float* scores, std::size_t width,
                                                               const std::int32_t* ends, std::size_t k,
                                                               WideRow* rows, unsigned long long* candidates,
                                                               unsigned long long* error) {
@@ -326,12 +327,20 @@ __global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scor
                           : lowest < 0x00800000u ? -INFINITY
                                                  : __uint_as_float(~lowest);
   unsigned found_mask = 0, exponent_max = 0;
+  if (full) {  // no bound per score in a whole chunk
 #pragma unroll
-  for (int i = 0; i < kWidePerThread; ++i) {
-    exponent_max = max(exponent_max, bits[i] & 0x7f800000u);
-    if (gather && __uint_as_float(bits[i]) >= threshold && (full || index_of(i / 4, i % 4) < end))
-      found_mask |= 1u << i;
+    for (int i = 0; i < kWidePerThread; ++i) {
+      exponent_max = max(exponent_max, bits[i] & 0x7f800000u);
+      found_mask |= unsigned(__uint_as_float(bits[i]) >= threshold) << i;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kWidePerThread; ++i) {
+      exponent_max = max(exponent_max, bits[i] & 0x7f800000u);
+      found_mask |= unsigned(__uint_as_float(bits[i]) >= threshold && index_of(i / 4, i % 4) < end) << i;
+    }
   }
+  if (!gather) found_mask = 0;
   if (exponent_max == 0x7f800000u) {  // lanes past the end hold +0: finite
 #pragma unroll
     for (int i = 0; i < kWidePerThread; ++i)
@@ -351,12 +360,15 @@ __global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scor
   if (lane == 31) base = atomicAdd(&rows[r].candidates, total);
   at = __shfl_sync(0xffffffffu, base, 31) + at - found;
   unsigned long long* list = candidates + r * kCandidates;
-#pragma unroll
-  for (int i = 0; i < kWidePerThread; ++i) {
-    if (!(found_mask >> i & 1)) continue;
+  // Half a find per thread on average: each is read again (an L1 hit) rather than
+  // every score paying a test in an unrolled loop over the registers.
+  while (found_mask) {
+    const int i = __ffs(found_mask) - 1;
+    found_mask &= found_mask - 1;
+    const unsigned j = index_of(i / 4, i % 4);
     // ascending order of (~key, index): key descending, then index ascending
-    const std::uint32_t key = order_key(__uint_as_float(bits[i]));
-    if (at < kCandidates) list[at] = (static_cast<unsigned long long>(~key) << 32) | index_of(i / 4, i % 4);
+    const std::uint32_t key = order_key(__ldg(row + j));
+    if (at < kCandidates) list[at] = (static_cast<unsigned long long>(~key) << 32) | j;
     ++at;
   }
 }
