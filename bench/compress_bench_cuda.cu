@@ -100,11 +100,13 @@ int main() {
       check(cudaMemcpyAsync(d_copy, d_projected, projected.size() * 4, cudaMemcpyDeviceToDevice), "copy");
     });
     // Bytes the step must move: projected read, rows written, ring entries written
-    // (prefill: a chunk's last S positions; decode: every position) and read (the
-    // old input of an odd start; decode reads each completed pair back).
+    // (prefill: a chunk's last S positions; decode: every position) and the old
+    // entries read (positions r floor(s/r) .. s-1 of a request that completes a row:
+    // one for an odd start at r 2). A completed pair's new positions need not be
+    // read back from the ring: they are in `projected`.
     const double entry = double(width) * 4;
     const double ring_written = double(c.decode ? tokens : c.requests * std::min<std::size_t>(shape.ring, std::size_t(c.tokens))) * entry;
-    const double ring_read = c.decode ? double(rows / 2) * 2 * entry : double(c.requests * std::size_t(c.start % 2)) * entry;
+    const double ring_read = double(c.requests * std::size_t(c.start % shape.ratio)) * entry;
     const double moved = double(projected.size()) * 4 + double(rows) * shape.dim * 2 + ring_written + ring_read;
     const double copy_bw = 2.0 * double(projected.size()) * 4 / t_copy, ours = moved / t_call;
     std::printf("%s %zu x %d tokens (%.1f MiB in): %.1f us, %.2f TB/s effective; copy %.1f us (%.2f TB/s); %.0f%% of copy bandwidth; host wall time per call %.1f us; queued %.1f us, %.0f%% of copy bandwidth\n",
