@@ -95,6 +95,18 @@ AETHER_GPU_PROP(IndexerCuda, topk_agrees_with_the_model, "L0", ()) {
   const auto want = model::valid_prefix_topk(c.scores, c.width, c.ends, c.k);
   if (auto d = status_report<I>(want, got, before, out, "cuda topk"); !d.empty()) RC_FAIL(d);
 }
+
+// The queued call: its refusals come back through the device verdict, described
+// the model's way (out is always K lanes per row here, the one shape the queued
+// form refuses before queuing anything).
+AETHER_GPU_PROP(IndexerCuda, queued_topk_agrees_with_the_model, "L0", ()) {
+  const props::TopkCall c = *props::gen_any_topk_call();
+  const V before(c.ends.size() * c.k, 0x5a5a5a5a);
+  V out = before;
+  const auto got = props::cuda_queued_valid_prefix_topk(c.scores, c.width, c.ends, c.k, out);
+  const auto want = model::valid_prefix_topk(c.scores, c.width, c.ends, c.k);
+  if (auto d = status_report<I>(want, got, before, out, "cuda queued topk"); !d.empty()) RC_FAIL(d);
+}
 #endif
 
 AETHER_PROP(IndexerCpu, the_same_on_every_thread_count_and_run, "L3", ()) {

@@ -141,7 +141,7 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
 # call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, a gathered
 # score read again one place off, the K-th's
-# bucket taken whole, rows left to the one-block kernel not counted; slots written
+# bucket (or its split by the next bits) taken whole, rows left to the one-block kernel not counted; slots written
 # despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
@@ -154,10 +154,12 @@ cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer.cu \
   's|    const std::uint32_t key = order_key(__ldg(row + j));|    const std::uint32_t key = order_key(__ldg(row + j + 1));|'
+cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer.cu \
+  's|      if (sub\[i\] > sub_bucket) chosen|      if (sub[i] >= sub_bucket) chosen|'
 cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
   's|    if (level\[i\] > bucket) chosen|    if (level[i] >= bucket) chosen|'
 cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer.cu \
-  's|      atomicAdd(reinterpret_cast<unsigned long long\*>(&verdict->detail\[0\]), 1ull);||'
+  's|    if (threadIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long\*>(&verdict->detail\[0\]), 1ull);||'
 cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
   's|refusal != kNoRefusal) {|refusal == 0) {|'
 cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \

@@ -15,8 +15,12 @@ namespace ie = indexer_error;
 constexpr int kThreads = 512;
 constexpr unsigned long long kNoError = kNoRefusal;
 // The first refusal in the model's order: any bad end (lowest row) before any
-// non-finite score (lowest row-major position).
-constexpr unsigned long long kEndBit = 0, kNaNBit = 1ull << 63;
+// non-finite score (lowest row-major position). A bad end's word carries the end
+// itself below the row (rows < 2^31), so the verdict alone describes it.
+constexpr unsigned long long kNaNBit = 1ull << 63;
+__device__ __forceinline__ unsigned long long end_refusal(std::size_t r, std::int32_t end) {
+  return (static_cast<unsigned long long>(r) << 32) | std::uint32_t(end);
+}
 
 __device__ __forceinline__ std::uint32_t order_key(float f) {
   std::uint32_t bits = __float_as_uint(f);
@@ -53,11 +57,13 @@ constexpr std::size_t kValidateChunk = std::size_t(kValidateThreads) * kValidate
 __global__ void __launch_bounds__(kValidateThreads) validate(const float* scores, std::size_t width,
                                                              const std::int32_t* ends,
                                                              unsigned chunks,
-                                                             unsigned long long* error) {
+                                                             DeviceVerdict* verdict) {
   const std::size_t r = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
+  unsigned long long* error = &verdict->refusal;
+  if (blockIdx.x == 0 && threadIdx.x == 0) verdict->detail[0] = 0;  // no read-once rows here
   const std::int32_t end = ends[r];
   if (end < 0 || std::size_t(end) > width) {
-    if (chunk == 0 && threadIdx.x == 0) atomicMin(error, kEndBit | r);
+    if (chunk == 0 && threadIdx.x == 0) atomicMin(error, end_refusal(r, end));
     return;
   }
   const std::size_t first = chunk * kValidateChunk;
@@ -73,22 +79,13 @@ __global__ void __launch_bounds__(kValidateThreads) validate(const float* scores
       atomicMin(error, kNaNBit | (r * width + first + threadIdx.x + std::size_t(i) * kValidateThreads));
 }
 
-struct WideRow;
-__device__ bool skip_row(const WideRow* wide, std::size_t r);
-
-// wide: rows the many-blocks path has taken (nullptr: none); this kernel does the rest.
-__global__ void __launch_bounds__(kThreads) select(const float* scores, std::size_t width,
-                                                   const std::int32_t* ends, std::size_t k,
-                                                   std::int32_t* out, const WideRow* wide) {
-  if (skip_row(wide, blockIdx.x)) return;
+// One block of kThreads selects a row's K largest of its n valid scores into
+// `lanes`, in index order; `hist` is 2048 words of the caller's shared memory.
+// Not inlined: inside wide_finish it capped that kernel at 64 registers (spilling).
+__device__ __noinline__ void select_row(const float* row, std::size_t n, std::size_t k, std::int32_t* lanes, unsigned* hist) {
   using Scan = cub::BlockScan<unsigned, kThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
-  __shared__ unsigned hist[2048];
   __shared__ unsigned chosen_digit, rank_left;
-  const std::size_t r = blockIdx.x;
-  const std::size_t n = std::size_t(ends[r]);
-  const float* row = scores + r * width;
-  std::int32_t* lanes = out + r * k;
   if (n <= k) {
     for (std::size_t i = threadIdx.x; i < k; i += kThreads) lanes[i] = i < n ? std::int32_t(i) : -1;
     return;
@@ -171,6 +168,16 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
     ties_seen += __popc(equal_mask);
   }
 }
+
+// Rows narrower than the read-once path's, when nothing was refused.
+__global__ void __launch_bounds__(kThreads) select(const float* scores, std::size_t width,
+                                                   const std::int32_t* ends, std::size_t k,
+                                                   std::int32_t* out, const DeviceVerdict* verdict) {
+  __shared__ unsigned hist[2048];
+  if (verdict->refusal != kNoError) return;
+  const std::size_t r = blockIdx.x;
+  select_row(scores + r * width, std::size_t(ends[r]), k, out + r * k, hist);
+}
 // ---- Wide rows: the scores read once ------------------------------------------
 // Pass 1 (sample): per row, one block reads one 128-byte line of scores in every
 // kSampleEvery and finds the highest 13-bit key prefix (the "digit": sign,
@@ -184,23 +191,21 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
 // bucketed by digit, the keys above the K-th's bucket taken, the bucket sorted by
 // key descending then index ascending and its first `wanted` taken; all written in
 // index order. Any other row (a short or overflowing list, a bucket of more than
-// kBucket ties) is marked and counted in the verdict, and the one-block kernel
-// selects it after the host has read the verdict: exact either way, never a
+// kBucket ties) is counted in the verdict's detail[0] and selected by the same
+// block from the scores, as the one-block kernel does: exact either way, never a
 // dropped key. The sample only decides how fast, never what is chosen.
 constexpr int kWideThreads = 256, kWidePerThread = 32;
 constexpr std::size_t kWideChunk = std::size_t(kWideThreads) * kWidePerThread;
 constexpr unsigned kDigitBits = 13, kDigitShift = 32 - kDigitBits, kBins = 1u << kDigitBits;
 constexpr unsigned kSampleEvery = 32;  // lines of 32 scores
 constexpr unsigned kCandidates = 8192, kBucket = 2048, kLevels = 2048, kFinishThreads = 512;
+constexpr unsigned kSubBits = 11, kSubShift = kDigitShift - kSubBits, kSubLevels = 1u << kSubBits;
 constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 2048;  // scratch <= 128 MiB
 
 struct WideRow {
   unsigned digit;       // pass 1: keys with a digit >= this one are gathered
   unsigned candidates;  // pass 2: keys gathered (past kCandidates: overflowed)
-  unsigned fallback;    // pass 3: 1 if the one-block kernel selects this row
 };
-
-__device__ bool skip_row(const WideRow* wide, std::size_t r) { return wide != nullptr && !wide[r].fallback; }
 
 __device__ __forceinline__ bool bad_end(std::int32_t end, std::size_t width) {
   return end < 0 || std::size_t(end) > width;
@@ -242,7 +247,7 @@ __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* score
   __shared__ unsigned hist[kBins];
   const std::size_t r = blockIdx.x;
   if (threadIdx.x == 0) {  // the call's counters start here: no memset before it
-    rows[r] = WideRow{0, 0, 0};
+    rows[r] = WideRow{0, 0};
     if (r == 0) verdict->detail[0] = 0;
   }
   const std::int32_t end = ends[r];
@@ -293,7 +298,7 @@ __global__ void __launch_bounds__(kWideThreads, Vector ? 3 : 2) wide_gather(cons
   const unsigned first = blockIdx.x * unsigned(kWideChunk);
   const std::int32_t end_value = ends[r];
   if (bad_end(end_value, width)) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(error, kEndBit | r);
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(error, end_refusal(r, end_value));
     return;
   }
   const unsigned end = unsigned(end_value);
@@ -374,8 +379,10 @@ __global__ void __launch_bounds__(kWideThreads, Vector ? 3 : 2) wide_gather(cons
 }
 
 // Runs when the verdict word is clean (it reads the word itself).
-__global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t* ends, std::size_t k,
-                                                             WideRow* rows, const unsigned long long* candidates,
+static_assert(kFinishThreads == kThreads, "a row the list cannot finish is selected by the same block");
+__global__ void __launch_bounds__(kFinishThreads) wide_finish(const float* scores, std::size_t width,
+                                                             const std::int32_t* ends, std::size_t k,
+                                                             const WideRow* rows, const unsigned long long* candidates,
                                                              int index_bits, DeviceVerdict* verdict,
                                                              std::int32_t* out) {
   constexpr int kListItems = kCandidates / kFinishThreads, kRankItems = kBucket / kFinishThreads,
@@ -385,6 +392,7 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
   __shared__ union {
     typename RankSort::TempStorage rank;
     typename IndexSort::TempStorage index;
+    unsigned hist[kSubLevels];  // the bucket by the key's next bits
   } storage;
   __shared__ union {
     unsigned hist[kLevels];
@@ -401,11 +409,11 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
     return;
   }
   const unsigned count = rows[r].candidates, digit = rows[r].digit;
+  // Every thread takes it together (count and bucket sizes are the block's), with
+  // the list's shared memory free.
   const auto fall_back = [&] {
-    if (threadIdx.x == 0) {
-      rows[r].fallback = 1;
-      atomicAdd(reinterpret_cast<unsigned long long*>(&verdict->detail[0]), 1ull);
-    }
+    if (threadIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long*>(&verdict->detail[0]), 1ull);
+    select_row(scores + r * width, n, k, lanes, lists.hist);
   };
   if (count < k || count > kCandidates) return fall_back();
   // The list by level: a key's digit above d, the top levels lumped together (a
@@ -427,10 +435,10 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
   __syncthreads();
   unsigned definite;
   const unsigned bucket = bin_of_rank<kFinishThreads>(lists.hist, kLevels, unsigned(k), &definite);
-  const unsigned in_bucket = lists.hist[bucket];
+  unsigned in_bucket = lists.hist[bucket];
   __syncthreads();  // the histogram is read before the bucket list overwrites it
   if (in_bucket > kBucket) return fall_back();
-  const unsigned wanted = unsigned(k) - definite;
+  unsigned wanted = unsigned(k) - definite;
 #pragma unroll
   for (int i = 0; i < kListItems; ++i) {
     const unsigned c = threadIdx.x + unsigned(i) * kFinishThreads;
@@ -439,16 +447,49 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
     else if (level[i] == bucket) lists.bucket[atomicAdd(&bucket_count, 1u)] = items[i];
   }
   __syncthreads();
+  // A bucket too large to rank by counting, below the lumped top level (where the
+  // digits differ), is split once more by the key's next kSubBits bits: the keys
+  // above the wanted one's sub-bucket are taken, the sub-bucket (equal in the
+  // digit and those bits) stays the bucket. Typical rows (a bucket of a few
+  // hundred keys) need no more; ties past kFinishThreads take the radix sort.
+  if (in_bucket > kFinishThreads && bucket != kLevels - 1) {
+    unsigned long long held[kRankItems];
+    unsigned sub[kRankItems];
+    for (unsigned b = threadIdx.x; b < kSubLevels; b += kFinishThreads) storage.hist[b] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kRankItems; ++i) {
+      const unsigned c = threadIdx.x + unsigned(i) * kFinishThreads;
+      held[i] = c < in_bucket ? lists.bucket[c] : ~0ull;
+      sub[i] = (unsigned(~(held[i] >> 32)) >> kSubShift) & (kSubLevels - 1);
+      if (c < in_bucket) atomicAdd(&storage.hist[sub[i]], 1u);
+    }
+    if (threadIdx.x == 0) bucket_count = 0;
+    __syncthreads();
+    unsigned above;
+    const unsigned sub_bucket = bin_of_rank<kFinishThreads>(storage.hist, kSubLevels, wanted, &above);
+    const unsigned in_sub = storage.hist[sub_bucket];
+#pragma unroll
+    for (int i = 0; i < kRankItems; ++i) {
+      const unsigned c = threadIdx.x + unsigned(i) * kFinishThreads;
+      if (c >= in_bucket) continue;
+      if (sub[i] > sub_bucket) chosen[atomicAdd(&definite_count, 1u)] = std::uint32_t(held[i]);
+      else if (sub[i] == sub_bucket) lists.bucket[atomicAdd(&bucket_count, 1u)] = held[i];
+    }
+    definite += above, wanted -= above, in_bucket = in_sub;
+    __syncthreads();
+  }
   // Below the top level the bucket's digit bits of ~key are equal; only the bits
   // below them and the index's matter to the radix sort of a large bucket.
   const int sort_bits = bucket == kLevels - 1 ? 64 : 64 - int(kDigitBits);
   if (in_bucket <= kFinishThreads) {
     // One item per thread: its rank is the count of smaller items (all distinct:
-    // the indices differ), read as shared-memory broadcasts; cheaper than the 13
-    // passes of a radix sort over 51 bits.
+    // the indices differ), read as shared-memory broadcasts; only warps holding
+    // an item count.
     const unsigned long long mine = threadIdx.x < in_bucket ? lists.bucket[threadIdx.x] : ~0ull;
     unsigned rank = 0;
-    for (unsigned c = 0; c < in_bucket; ++c) rank += lists.bucket[c] < mine;
+    if (threadIdx.x / 32 * 32 < in_bucket)
+      for (unsigned c = 0; c < in_bucket; ++c) rank += lists.bucket[c] < mine;
     if (threadIdx.x < in_bucket && rank < wanted) chosen[definite + rank] = std::uint32_t(mine);
   } else {
     unsigned long long ranked[kRankItems];
@@ -480,7 +521,55 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const std::int32_t
   }
 }
 
+// Queues a call whose scores shape is right: validation, and selection gated on
+// the device's verdict (nothing is written to `out` when it holds a refusal, nor
+// when out's shape is wrong). 0 or the cudaError_t.
+int launch_topk(std::span<const float> scores, std::size_t width, std::span<const std::int32_t> ends, std::size_t k,
+                std::span<std::int32_t> out, DeviceVerdict* verdict, Stream stream) {
+  const std::size_t rows = ends.size();
+  const bool shaped = out.size() == rows * k;
+  // Wide rows take the read-once path (scratch: row records, candidate lists).
+  if (width >= kWideMinWidth && width < (std::size_t(1) << 31) && k > 0 && k <= kWideMaxK && rows <= kWideMaxRows &&
+      shaped) {
+    const std::size_t info_bytes = (rows * sizeof(WideRow) + 255) / 256 * 256;
+    void* p = nullptr;
+    if (int e = upload_scratch(nullptr, info_bytes + rows * kCandidates * 8, stream, &p)) return e;
+    auto* info = static_cast<WideRow*>(p);
+    auto* candidates = reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(p) + info_bytes);
+    int index_bits = 1;
+    while ((std::size_t(1) << index_bits) < width) ++index_bits;
+    const unsigned chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
+    wide_sample<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, verdict);
+    const dim3 grid(chunks, unsigned(rows));
+    if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0)
+      wide_gather<true><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
+                                                           &verdict->refusal);
+    else
+      wide_gather<false><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
+                                                            &verdict->refusal);
+    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
+                                                               index_bits, verdict, out.data());
+    const int e = cudaGetLastError();
+    const int released = release_scratch(stream);
+    return e != 0 ? e : released;
+  }
+  const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
+  validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width, ends.data(), chunks,
+                                                                    verdict);
+  if (k > 0 && shaped)
+    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), verdict);
+  return cudaGetLastError();
+}
 }  // namespace
+
+Status<IndexerError> valid_prefix_topk_verdict(const DeviceVerdict& verdict, std::size_t width) {
+  if (verdict.refusal == kNoError) return Ok{};
+  if (verdict.refusal & kNaNBit) {
+    const std::size_t at = std::size_t(verdict.refusal & ~kNaNBit);
+    return ie::NonFiniteScore{at / width, at % width};
+  }
+  return ie::EndOutOfRange{std::size_t(verdict.refusal >> 32), std::int32_t(std::uint32_t(verdict.refusal)), width};
+}
 
 Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                        std::span<const std::int32_t> ends, std::size_t k,
@@ -488,64 +577,27 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (rows == 0) return out.size() == 0 ? Status<IndexerError>(Ok{}) : ie::ShapeMismatch{0, out.size()};
-  // Wide rows: validation is pass 2 of the read-once path (scratch: row records,
-  // candidate lists). It writes out before the host has seen the verdict, so it
-  // needs out's shape right; a wrong shape takes the other path and is refused.
-  const bool wide = width >= kWideMinWidth && width < (std::size_t(1) << 31) && k > 0 && k <= kWideMaxK &&
-                    rows <= kWideMaxRows && out.size() == rows * k;
-  const std::size_t info_bytes = (rows * sizeof(WideRow) + 255) / 256 * 256;
-  unsigned char* scratch = nullptr;
-  if (wide) {
-    void* p = nullptr;
-    if (int e = upload_scratch(nullptr, info_bytes + rows * kCandidates * 8, stream, &p)) return ie::DeviceFailure{e};
-    scratch = static_cast<unsigned char*>(p);
-  }
-  auto* info = reinterpret_cast<WideRow*>(scratch);
-  auto* candidates = reinterpret_cast<unsigned long long*>(scratch + info_bytes);
-
   Verdict v;
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
-  if (wide) {
-    int index_bits = 1;
-    while ((std::size_t(1) << index_bits) < width) ++index_bits;
-    const unsigned chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
-    wide_sample<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, v.device);
-    const dim3 grid(chunks, unsigned(rows));
-    if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0)
-      wide_gather<true><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
-                                                           v.word());
-    else
-      wide_gather<false><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
-                                                            v.word());
-    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(ends.data(), k, info, candidates, index_bits, v.device,
-                                                               out.data());
-  } else {
-    const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
-    validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width, ends.data(), chunks,
-                                                                      v.word());
-  }
+  if (int e = launch_topk(scores, width, ends, k, out, v.device, stream)) return ie::DeviceFailure{e};
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
-  const unsigned long long verdict = v.refusal();
-  Status<IndexerError> status = Ok{};
-  if (verdict != kNoError && !(verdict & kNaNBit)) {
-    const std::size_t r = std::size_t(verdict);
-    std::int32_t end = 0;
-    cudaMemcpy(&end, ends.data() + r, sizeof end, cudaMemcpyDeviceToHost);
-    status = ie::EndOutOfRange{r, end, width};
-  } else if (verdict != kNoError) {
-    const std::size_t at = std::size_t(verdict & ~kNaNBit);
-    status = ie::NonFiniteScore{at / width, at % width};
-  } else if (out.size() != rows * k) {
-    status = ie::ShapeMismatch{rows * k, out.size()};
-  } else if (wide) {
-    if (v.host->detail[0] > 0)  // rows pass 3 left to the one-block kernel
-      select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), info);
-  } else if (k > 0) {
-    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), nullptr);
-  }
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess && status.ok()) status = ie::DeviceFailure{int(e)};
-  if (wide) release_scratch(stream);
-  return status;
+  // the model's order: bad ends and scores, then out's shape
+  if (auto st = valid_prefix_topk_verdict(*v.host, width); !st.ok()) return st;
+  if (out.size() != rows * k) return ie::ShapeMismatch{rows * k, out.size()};
+  return Ok{};
+}
+
+Status<IndexerError> enqueue_valid_prefix_topk(std::span<const float> scores, std::size_t width,
+                                               std::span<const std::int32_t> ends, std::size_t k,
+                                               std::span<std::int32_t> out, DeviceVerdict* verdict, Stream stream) {
+  const std::size_t rows = ends.size();
+  if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
+  if (out.size() != rows * k) return ie::ShapeMismatch{rows * k, out.size()};
+  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+    return ie::DeviceFailure{int(e)};
+  if (rows == 0) return Ok{};
+  if (int e = launch_topk(scores, width, ends, k, out, verdict, stream)) return ie::DeviceFailure{e};
+  return Ok{};
 }
 
 }  // namespace aether::cuda

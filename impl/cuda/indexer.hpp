@@ -1,8 +1,9 @@
 // CUDA backend of the indexer's valid-prefix top-k: the CPU signature
 // (impl/cpu/indexer.hpp) over device memory. Whether a call is refused depends on
-// device data (ends, NaN), so a first kernel validates and a second selects only
-// if nothing was refused; the call waits for the verdict, so it returns the same
-// error the model would, and a refused call writes nothing.
+// device data (ends, NaN), so the kernels that check come first and the kernels
+// that write read the device's verdict and write nothing after a refusal. The
+// call waits for the verdict, so it returns the same error the model would; the
+// enqueue_ form below leaves it on the device.
 #pragma once
 
 #include <cstddef>
@@ -14,11 +15,27 @@
 
 namespace aether::cuda {
 
-// One block per row: three radix passes (11, 11, 10 bits) find the K-th largest
-// order key, one pass writes the choice in index order (ties to the lower index).
+// Rows of 16384 scores and more, K <= 2048, up to 2048 rows: the scores read once
+// (a sample, one gathering pass, an exact finish per row). Other calls: one block
+// per row, three radix passes (11, 11, 10 bits) for the K-th largest order key,
+// one pass writing the choice in index order (ties to the lower index).
 Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                        std::span<const std::int32_t> ends, std::size_t k,
                                        std::span<std::int32_t> out, Stream stream = nullptr);
+
+// The same call queued on `stream` without a host wait (not graph-capturable: a
+// read-once call takes one of the per-thread scratch buffers in turn, waiting on
+// the host for the call that used it last): out's and scores' shapes are refused
+// at once; a bad end or non-finite score is left in *verdict (device
+// memory), read back and turned into the model's error by
+// valid_prefix_topk_verdict (width: the call's). verdict->detail[0] counts the
+// read-once rows whose sampled threshold missed, selected by the slower one-block
+// method (a speed figure, never a different answer).
+Status<IndexerError> enqueue_valid_prefix_topk(std::span<const float> scores, std::size_t width,
+                                               std::span<const std::int32_t> ends, std::size_t k,
+                                               std::span<std::int32_t> out, DeviceVerdict* verdict,
+                                               Stream stream = nullptr);
+Status<IndexerError> valid_prefix_topk_verdict(const DeviceVerdict& verdict, std::size_t width);
 
 // Scores of T queries against L stored keys, I_tj = Σ_h w_th max(0, q_th · k_j):
 // queries [T, H, D] as bf16 bits, weights [T, H] fp32, keys BF16 or E4M3 rows,

@@ -20,6 +20,23 @@ Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::
   return status;
 }
 
+Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores, std::size_t width,
+                                                   std::span<const std::int32_t> ends, std::size_t k,
+                                                   std::span<std::int32_t> out, long long* fallback_rows) {
+  DeviceBuffer<float> d_scores(scores);
+  DeviceBuffer<std::int32_t> d_ends(ends), d_out{std::span<const std::int32_t>(out)};
+  const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
+  DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
+  auto status = cuda::enqueue_valid_prefix_topk(d_scores.span(), width, d_ends.span(), k, d_out.span(),
+                                                d_verdict.span().data());
+  cuda::DeviceVerdict verdict;
+  d_verdict.download({&verdict, 1});
+  if (status.ok()) status = cuda::valid_prefix_topk_verdict(verdict, width);
+  if (fallback_rows != nullptr) *fallback_rows = verdict.detail[0];
+  d_out.download(out);
+  return status;
+}
+
 Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,
                                        std::span<const float> weights, std::size_t query_count,
                                        const IndexKeys& keys, std::span<float> out) {
