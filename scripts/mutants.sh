@@ -139,7 +139,7 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
-# call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, a gathered
+# call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, an index read off its bitmap, a gathered
 # score read again one place off, the K-th's
 # bucket (or its split by the next bits) taken whole, rows left to the one-block kernel not counted; slots written
 # despite a refusal, the reverse pass skipping a block, the one-pass kernel
@@ -153,9 +153,11 @@ cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer.cu \
-  's|    const std::uint32_t key = order_key(__ldg(row + j));|    const std::uint32_t key = order_key(__ldg(row + j + 1));|'
+  's|return order_key(chunk_scores\[j - first\]); });|return order_key(chunk_scores[j - first + 1]); });|'
 cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer.cu \
   's|      if (sub\[i\] > sub_bucket) chosen|      if (sub[i] >= sub_bucket) chosen|'
+cuda_mutant indexer cuda-bitmap-index-one-off impl/cuda/indexer.cu \
+  's|\* 32 + unsigned(__ffs(b) - 1));|* 32 + unsigned(__ffs(b)));|'
 cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
   's|    if (level\[i\] > bucket) chosen|    if (level[i] >= bucket) chosen|'
 cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer.cu \

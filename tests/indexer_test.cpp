@@ -215,6 +215,17 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
   V want(2048);
   ASSERT_TRUE(cpu::valid_prefix_topk(big, big.size(), V{262144}, 2048, want).ok());
   EXPECT_EQ(topk(big, big.size(), {262144}, 2048), want);
+  // Past 262144 valid scores the read-once finish orders its choice by a radix
+  // sort of the indices instead of a bitmap over the row.
+  F wider(300001);
+  std::mt19937 wider_rng(5);
+  std::normal_distribution<float> wider_normal;
+  for (float& x : wider) x = wider_normal(wider_rng);
+  for (const std::int32_t end : {300001, 262145}) {
+    V wider_want(2048);
+    ASSERT_TRUE(cpu::valid_prefix_topk(wider, wider.size(), V{end}, 2048, wider_want).ok());
+    EXPECT_EQ(topk(wider, wider.size(), {end}, 2048), wider_want) << "end " << end;
+  }
   // Rows of 16384 and more take the read-once path: distinct values, valid ends
   // inside the rows, K above one row's valid count and below twice it, garbage
   // past the ends, an ascending row, a row of one value (its list overflows: the

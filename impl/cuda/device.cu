@@ -18,22 +18,28 @@ int device_count() {
   return n;
 }
 
-std::size_t resident_blocks(const void* kernel, int threads) {
+std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared) {
   struct Known {
     const void* kernel;
     int device, threads;
-    std::size_t blocks;
+    std::size_t dynamic_shared, blocks;
   };
   thread_local std::vector<Known> known;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   for (const Known& k : known)
-    if (k.kernel == kernel && k.device == device && k.threads == threads) return k.blocks;
+    if (k.kernel == kernel && k.device == device && k.threads == threads && k.dynamic_shared == dynamic_shared)
+      return k.blocks;
   int sms = 0, per_sm = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess)
+  if (dynamic_shared > 48 * 1024 &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dynamic_shared)) != cudaSuccess) {
+    cudaGetLastError();  // not sticky: the caller takes another path
     return 0;
-  known.push_back({kernel, device, threads, std::size_t(sms) * std::size_t(per_sm)});
+  }
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, dynamic_shared) != cudaSuccess)
+    return 0;
+  known.push_back({kernel, device, threads, dynamic_shared, std::size_t(sms) * std::size_t(per_sm)});
   return known.back().blocks;
 }
 

@@ -40,10 +40,12 @@ int begin_verdict(Verdict& verdict, Stream stream);
 int end_verdict(const Verdict& verdict, Stream stream);
 
 // Blocks of `kernel` (a __global__ function's address) with `threads` threads
-// each that the current device holds at once: a persistent or cooperative grid's
-// size. Asked once per kernel, size and device (the queries cost microseconds per
-// call); 0 if the runtime cannot say.
-std::size_t resident_blocks(const void* kernel, int threads);
+// and `dynamic_shared` bytes of dynamic shared memory each that the current
+// device holds at once: a persistent or cooperative grid's size. Past 48 KiB the
+// kernel is first allowed that much (once per device). Asked once per kernel,
+// size and device (the queries cost microseconds per call); 0 if the runtime
+// cannot say or the device cannot hold one such block.
+std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared = 0);
 
 // A call's metadata, built on the host, in one of two per-thread, per-device
 // device buffers grown on demand and taken in turn (so the host can prepare a call

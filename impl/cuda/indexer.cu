@@ -5,6 +5,7 @@
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "impl/cuda/bulk_copy.cuh"
 #include "impl/cuda/indexer.hpp"
 
 namespace aether::cuda {
@@ -199,6 +200,7 @@ constexpr std::size_t kWideChunk = std::size_t(kWideThreads) * kWidePerThread;
 constexpr unsigned kDigitBits = 13, kDigitShift = 32 - kDigitBits, kBins = 1u << kDigitBits;
 constexpr unsigned kSampleEvery = 32;  // lines of 32 scores
 constexpr unsigned kCandidates = 8192, kBucket = 2048, kLevels = 2048, kFinishThreads = 512;
+constexpr unsigned kBitmapBits = 262144;  // rows up to this many valid scores are ordered by a bitmap
 constexpr unsigned kSubBits = 11, kSubShift = kDigitShift - kSubBits, kSubLevels = 1u << kSubBits;
 constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 2048;  // scratch <= 128 MiB
 
@@ -281,47 +283,28 @@ __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* score
   if (threadIdx.x == 0) rows[r].digit = digit;
 }
 
-// Every thread loads its 32 scores (eight 16-byte loads when the row is aligned)
-// before using any, and keeps the per-score work to a few operations (a float
-// compare into a bit mask, an exponent maximum): the pass was as much
-// instruction- as memory-bound. Non-finite scores are looked for
-// exactly only in a thread that saw one. Each warp then reserves room for its
-// finds with one atomic on the row's counter (a block-wide scan per round, with
-// its barriers, had made this pass three times as slow as a plain read).
+// Thread t holds scores first + 4 (t + 256 i) + c, c < 4 (Vector), else
+// first + t + 256 (4 i + c): either way a warp's loads are contiguous.
 template <bool Vector>
-__global__ void __launch_bounds__(kWideThreads, Vector ? 3 : 2) wide_gather(const float* scores, std::size_t width,
-                                                              const std::int32_t* ends, std::size_t k,
-                                                              WideRow* rows, unsigned long long* candidates,
-                                                              unsigned long long* error) {
-  constexpr int kVectors = kWidePerThread / 4;
-  const std::size_t r = blockIdx.y;
-  const unsigned first = blockIdx.x * unsigned(kWideChunk);
-  const std::int32_t end_value = ends[r];
-  if (bad_end(end_value, width)) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(error, end_refusal(r, end_value));
-    return;
-  }
-  const unsigned end = unsigned(end_value);
-  if (first >= end) return;
-  const float* row = scores + r * width;
-  // Thread t holds scores first + 4 (t + 256 i) + c, c < 4 (Vector), else
-  // first + t + 256 (4 i + c): either way a warp's loads are contiguous.
-  const auto index_of = [&](int i, int c) {
-    return Vector ? first + 4 * (threadIdx.x + unsigned(i) * kWideThreads) + unsigned(c)
-                  : first + threadIdx.x + unsigned(4 * i + c) * kWideThreads;
-  };
-  std::uint32_t bits[kWidePerThread];
-#pragma unroll
-  for (int i = 0; i < kVectors; ++i) {
-    if (Vector && index_of(i, 3) < end) {
-      const float4 f = __ldg(reinterpret_cast<const float4*>(row + index_of(i, 0)));
-      bits[4 * i] = __float_as_uint(f.x), bits[4 * i + 1] = __float_as_uint(f.y);
-      bits[4 * i + 2] = __float_as_uint(f.z), bits[4 * i + 3] = __float_as_uint(f.w);
-    } else {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) bits[4 * i + c] = index_of(i, c) < end ? __float_as_uint(__ldg(row + index_of(i, c))) : 0;
-    }
-  }
+__device__ __forceinline__ unsigned wide_index(unsigned first, int i, int c) {
+  return Vector ? first + 4 * (threadIdx.x + unsigned(i) * kWideThreads) + unsigned(c)
+                : first + threadIdx.x + unsigned(4 * i + c) * kWideThreads;
+}
+
+// One chunk of row r starting at `first`, this thread's 32 scores in `bits` (+0
+// past the end): checked as `validate` does, and every key at or above the row's
+// digit appended to the row's list. The per-score work is a few operations (a
+// float compare into a bit mask, an exponent maximum): the pass was as much
+// instruction- as memory-bound. Non-finite scores are looked for exactly only in
+// a thread that saw one. Each warp reserves room for its finds with one atomic on
+// the row's counter (a block-wide scan per round, with its barriers, had made
+// this pass three times as slow as a plain read). key_at(j): the order key of
+// score j, read again for the (few) finds.
+template <bool Vector, class KeyAt>
+__device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePerThread], std::size_t r,
+                                             unsigned first, unsigned end, std::size_t width, std::size_t k,
+                                             WideRow* rows, unsigned long long* candidates,
+                                             unsigned long long* error, KeyAt key_at) {
   // Gathered: order_key(score) >= the digit's lowest key, i.e. score >= that
   // key's float (one compare; NaN never compares, and refuses the call anyway).
   const bool gather = end > k, full = first + unsigned(kWideChunk) <= end;
@@ -342,14 +325,16 @@ __global__ void __launch_bounds__(kWideThreads, Vector ? 3 : 2) wide_gather(cons
 #pragma unroll
     for (int i = 0; i < kWidePerThread; ++i) {
       exponent_max = max(exponent_max, bits[i] & 0x7f800000u);
-      found_mask |= unsigned(__uint_as_float(bits[i]) >= threshold && index_of(i / 4, i % 4) < end) << i;
+      found_mask |= unsigned(__uint_as_float(bits[i]) >= threshold && wide_index<Vector>(first, i / 4, i % 4) < end)
+                    << i;
     }
   }
   if (!gather) found_mask = 0;
   if (exponent_max == 0x7f800000u) {  // lanes past the end hold +0: finite
 #pragma unroll
     for (int i = 0; i < kWidePerThread; ++i)
-      if ((bits[i] & 0x7f800000u) == 0x7f800000u) atomicMin(error, kNaNBit | (r * width + index_of(i / 4, i % 4)));
+      if ((bits[i] & 0x7f800000u) == 0x7f800000u)
+        atomicMin(error, kNaNBit | (r * width + wide_index<Vector>(first, i / 4, i % 4)));
   }
   if (!gather) return;
   const unsigned lane = threadIdx.x & 31, found = __popc(found_mask);
@@ -365,16 +350,109 @@ __global__ void __launch_bounds__(kWideThreads, Vector ? 3 : 2) wide_gather(cons
   if (lane == 31) base = atomicAdd(&rows[r].candidates, total);
   at = __shfl_sync(0xffffffffu, base, 31) + at - found;
   unsigned long long* list = candidates + r * kCandidates;
-  // Half a find per thread on average: each is read again (an L1 hit) rather than
-  // every score paying a test in an unrolled loop over the registers.
+  // Half a find per thread on average: each is read again rather than every
+  // score paying a test in an unrolled loop over the registers.
   while (found_mask) {
     const int i = __ffs(found_mask) - 1;
     found_mask &= found_mask - 1;
-    const unsigned j = index_of(i / 4, i % 4);
+    const unsigned j = wide_index<Vector>(first, i / 4, i % 4);
     // ascending order of (~key, index): key descending, then index ascending
-    const std::uint32_t key = order_key(__ldg(row + j));
+    const std::uint32_t key = key_at(j);
     if (at < kCandidates) list[at] = (static_cast<unsigned long long>(~key) << 32) | j;
     ++at;
+  }
+}
+
+// Rows not 16-byte aligned (or a device without room for the streaming kernel):
+// block (c, r) loads chunk c of row r into registers, 32 scores per thread
+// before using any.
+__global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scores, std::size_t width,
+                                                              const std::int32_t* ends, std::size_t k,
+                                                              WideRow* rows, unsigned long long* candidates,
+                                                              unsigned long long* error) {
+  const std::size_t r = blockIdx.y;
+  const unsigned first = blockIdx.x * unsigned(kWideChunk);
+  const std::int32_t end_value = ends[r];
+  if (bad_end(end_value, width)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicMin(error, end_refusal(r, end_value));
+    return;
+  }
+  const unsigned end = unsigned(end_value);
+  if (first >= end) return;
+  const float* row = scores + r * width;
+  std::uint32_t bits[kWidePerThread];
+#pragma unroll
+  for (int i = 0; i < kWidePerThread; ++i) {
+    const unsigned j = wide_index<false>(first, i / 4, i % 4);
+    bits[i] = j < end ? __float_as_uint(__ldg(row + j)) : 0;
+  }
+  gather_chunk<false>(bits, r, first, end, width, k, rows, candidates, error,
+                      [&](unsigned j) { return order_key(__ldg(row + j)); });
+}
+
+// 16-byte aligned rows: a persistent grid, each block streaming its chunks
+// (blockIdx.x, + gridDim.x, ...) through kStreamStages shared buffers filled by
+// the bulk copy engine, kStreamStages - 1 copies in flight while it works on one.
+// Only the valid part of a chunk is copied (rounded up to 4 scores, inside the
+// row as the row's width is a multiple of 4).
+constexpr unsigned kStreamStages = 3;
+constexpr std::size_t kStreamBytes = kStreamStages * kWideChunk * sizeof(float);
+__global__ void __launch_bounds__(kWideThreads, 2) wide_gather_streamed(const float* scores, std::size_t width,
+                                                                       const std::int32_t* ends, std::size_t k,
+                                                                       WideRow* rows,
+                                                                       unsigned long long* candidates,
+                                                                       unsigned long long* error, unsigned chunks,
+                                                                       unsigned total) {
+  extern __shared__ uint4 staged[];  // kStreamStages chunks
+  __shared__ unsigned long long landed[kStreamStages];
+  // Thread 0 starts the copy of this block's n-th chunk into stage n mod
+  // kStreamStages; a chunk with nothing to read completes its phase empty.
+  const auto start = [&](unsigned n) {
+    const unsigned q = blockIdx.x + n * gridDim.x;
+    if (q >= total) return;
+    unsigned long long* barrier = &landed[n % kStreamStages];
+    const std::size_t r = q / chunks;
+    const unsigned first = (q % chunks) * unsigned(kWideChunk);
+    const std::int32_t end = ends[r];
+    if (bad_end(end, width) || first >= unsigned(end)) return bulk::arrive(barrier);
+    const unsigned count = min(unsigned(kWideChunk), (unsigned(end) - first + 3) / 4 * 4);
+    bulk::arrive_expecting(barrier, count * 4);
+    bulk::copy(staged + std::size_t(n % kStreamStages) * (kWideChunk / 4), scores + r * width + first, count * 4,
+               barrier);
+  };
+  if (threadIdx.x == 0)
+    for (unsigned s = 0; s < kStreamStages; ++s) bulk::init(&landed[s], 1);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (unsigned n = 0; n < kStreamStages; ++n) start(n);
+  for (unsigned n = 0; blockIdx.x + n * gridDim.x < total; ++n) {
+    const unsigned q = blockIdx.x + n * gridDim.x;
+    bulk::wait(&landed[n % kStreamStages], (n / kStreamStages) & 1);
+    const std::size_t r = q / chunks;
+    const unsigned first = (q % chunks) * unsigned(kWideChunk);
+    const std::int32_t end_value = ends[r];
+    const uint4* chunk = staged + std::size_t(n % kStreamStages) * (kWideChunk / 4);
+    if (bad_end(end_value, width)) {
+      if (first == 0 && threadIdx.x == 0) atomicMin(error, end_refusal(r, end_value));
+    } else if (first < unsigned(end_value)) {
+      const unsigned end = unsigned(end_value);
+      std::uint32_t bits[kWidePerThread];
+#pragma unroll
+      for (int i = 0; i < kWidePerThread / 4; ++i) {
+        const uint4 v = chunk[threadIdx.x + unsigned(i) * kWideThreads];
+        bits[4 * i] = v.x, bits[4 * i + 1] = v.y, bits[4 * i + 2] = v.z, bits[4 * i + 3] = v.w;
+      }
+      if (first + unsigned(kWideChunk) > end) {  // past the end: not copied, +0 for the checks
+#pragma unroll
+        for (int i = 0; i < kWidePerThread; ++i)
+          if (wide_index<true>(first, i / 4, i % 4) >= end) bits[i] = 0;
+      }
+      const auto* chunk_scores = reinterpret_cast<const float*>(chunk);
+      gather_chunk<true>(bits, r, first, end, width, k, rows, candidates, error,
+                         [&](unsigned j) { return order_key(chunk_scores[j - first]); });
+    }
+    __syncthreads();  // every thread is done with this stage before it is filled again
+    if (threadIdx.x == 0) start(n + kStreamStages);
   }
 }
 
@@ -389,15 +467,26 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const float* score
                 kOutItems = kWideMaxK / kFinishThreads;
   using RankSort = cub::BlockRadixSort<unsigned long long, kFinishThreads, kRankItems>;
   using IndexSort = cub::BlockRadixSort<std::uint32_t, kFinishThreads, kOutItems>;
-  __shared__ union {
+  union Storage {
     typename RankSort::TempStorage rank;
     typename IndexSort::TempStorage index;
     unsigned hist[kSubLevels];  // the bucket by the key's next bits
-  } storage;
-  __shared__ union {
+  };
+  union Lists {
     unsigned hist[kLevels];
     unsigned long long bucket[kBucket];
-  } lists;
+  };
+  // the bitmap that orders the choice by index takes the room of the lists
+  __shared__ union {
+    struct {
+      Storage storage;
+      Lists lists;
+    } ranking;
+    uint4 bitmap[kBitmapBits / 128];
+  } shared;
+  Storage& storage = shared.ranking.storage;
+  Lists& lists = shared.ranking.lists;
+  __shared__ typename cub::BlockScan<unsigned, kFinishThreads, cub::BLOCK_SCAN_WARP_SCANS>::TempStorage order_scan;
   __shared__ std::uint32_t chosen[kWideMaxK];
   __shared__ unsigned definite_count, bucket_count;
   if (verdict->refusal != kNoRefusal) return;
@@ -506,6 +595,35 @@ __global__ void __launch_bounds__(kFinishThreads) wide_finish(const float* score
     }
   }
   __syncthreads();
+  if (n <= kBitmapBits) {
+    // In index order: a bit per index, each thread's 512 bits counted, a scan for
+    // where its indices go, then written (a radix sort of the 2048 indices took
+    // five passes).
+    constexpr unsigned kVectors = kBitmapBits / 128 / kFinishThreads;
+    for (unsigned v = threadIdx.x; v < kBitmapBits / 128; v += kFinishThreads) shared.bitmap[v] = uint4{0, 0, 0, 0};
+    __syncthreads();
+    auto* bits = reinterpret_cast<unsigned*>(shared.bitmap);
+    for (unsigned c = threadIdx.x; c < k; c += kFinishThreads) atomicOr(&bits[chosen[c] / 32], 1u << (chosen[c] % 32));
+    __syncthreads();
+    uint4 mine[kVectors];
+    unsigned count = 0;
+#pragma unroll
+    for (unsigned v = 0; v < kVectors; ++v) {
+      mine[v] = shared.bitmap[threadIdx.x * kVectors + v];
+      count += __popc(mine[v].x) + __popc(mine[v].y) + __popc(mine[v].z) + __popc(mine[v].w);
+    }
+    unsigned at;
+    cub::BlockScan<unsigned, kFinishThreads, cub::BLOCK_SCAN_WARP_SCANS>(order_scan).ExclusiveSum(count, at);
+#pragma unroll
+    for (unsigned v = 0; v < kVectors; ++v) {
+      const unsigned words[4] = {mine[v].x, mine[v].y, mine[v].z, mine[v].w};
+#pragma unroll
+      for (unsigned w = 0; w < 4; ++w)
+        for (unsigned b = words[w]; b != 0; b &= b - 1)
+          lanes[at++] = std::int32_t(((threadIdx.x * kVectors + v) * 4 + w) * 32 + unsigned(__ffs(b) - 1));
+    }
+    return;
+  }
   std::uint32_t index[kOutItems];
 #pragma unroll
   for (int i = 0; i < kOutItems; ++i) {
@@ -540,13 +658,16 @@ int launch_topk(std::span<const float> scores, std::size_t width, std::span<cons
     while ((std::size_t(1) << index_bits) < width) ++index_bits;
     const unsigned chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
     wide_sample<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, verdict);
-    const dim3 grid(chunks, unsigned(rows));
-    if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0)
-      wide_gather<true><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
-                                                           &verdict->refusal);
-    else
-      wide_gather<false><<<grid, kWideThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
-                                                            &verdict->refusal);
+    const std::size_t streamers =
+        resident_blocks(reinterpret_cast<const void*>(wide_gather_streamed), kWideThreads, kStreamBytes);
+    if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0 && streamers > 0) {
+      const unsigned total = chunks * unsigned(rows);
+      wide_gather_streamed<<<unsigned(std::min<std::size_t>(total, streamers)), kWideThreads, kStreamBytes, stream>>>(
+          scores.data(), width, ends.data(), k, info, candidates, &verdict->refusal, chunks, total);
+    } else {
+      wide_gather<<<dim3(chunks, unsigned(rows)), kWideThreads, 0, stream>>>(
+          scores.data(), width, ends.data(), k, info, candidates, &verdict->refusal);
+    }
     wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
                                                                index_bits, verdict, out.data());
     const int e = cudaGetLastError();
