@@ -141,7 +141,7 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
 # call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, an index read off its bitmap, a gathered
 # score read again one place off, the K-th's
-# bucket (or its split by the next bits) taken whole, rows left to the one-block kernel not counted; slots written
+# bucket (or its split by the next bits) taken whole, a warp's appends one place off, rows left to the one-block kernel not counted; slots written
 # despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
@@ -155,11 +155,13 @@ cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer.cu \
   's|return order_key(chunk_scores\[j - first\]); });|return order_key(chunk_scores[j - first + 1]); });|'
 cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer.cu \
-  's|      if (sub\[i\] > sub_bucket) chosen|      if (sub[i] >= sub_bucket) chosen|'
+  's|      warp_append(c < in_bucket \&\& sub\[i\] > sub_bucket,|      warp_append(c < in_bucket \&\& sub[i] >= sub_bucket,|'
 cuda_mutant indexer cuda-bitmap-index-one-off impl/cuda/indexer.cu \
   's|\* 32 + unsigned(__ffs(b) - 1));|* 32 + unsigned(__ffs(b)));|'
 cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
-  's|    if (level\[i\] > bucket) chosen|    if (level[i] >= bucket) chosen|'
+  's|    warp_append(c < count \&\& level > bucket,|    warp_append(c < count \&\& level >= bucket,|'
+cuda_mutant indexer cuda-warp-append-place-off impl/cuda/indexer.cu \
+  's|  if (take) write(base + unsigned(__popc(mask \& ((1u << lane) - 1))));|  if (take) write(base + unsigned(__popc(mask \& (1u << lane))));|'
 cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer.cu \
   's|    if (threadIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long\*>(&verdict->detail\[0\]), 1ull);||'
 cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
