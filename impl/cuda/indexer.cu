@@ -23,6 +23,12 @@ __device__ __forceinline__ unsigned long long end_refusal(std::size_t r, std::in
   return (static_cast<unsigned long long>(r) << 32) | std::uint32_t(end);
 }
 
+// Programmatic dependent launch (sm_90): a kernel launched with `overlapped`
+// starts while the one before it on the stream still runs, does what needs
+// nothing of that kernel's output, then waits for it to finish and flush.
+__device__ __forceinline__ void wait_for_previous_kernel() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void let_next_kernel_start() { asm volatile("griddepcontrol.launch_dependents;"); }
+
 __device__ __forceinline__ std::uint32_t order_key(float f) {
   std::uint32_t bits = __float_as_uint(f);
   if (bits == 0x80000000u) bits = 0;  // -0 ties with +0
@@ -247,6 +253,7 @@ __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* score
                                                             const std::int32_t* ends, std::size_t k,
                                                             WideRow* rows, DeviceVerdict* verdict) {
   __shared__ unsigned hist[kBins];
+  let_next_kernel_start();  // the gather's first copies need nothing from here
   const std::size_t r = blockIdx.x;
   if (threadIdx.x == 0) {  // the call's counters start here: no memset before it
     rows[r] = WideRow{0, 0};
@@ -370,6 +377,7 @@ __global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scor
                                                               const std::int32_t* ends, std::size_t k,
                                                               WideRow* rows, unsigned long long* candidates,
                                                               unsigned long long* error) {
+  wait_for_previous_kernel();
   const std::size_t r = blockIdx.y;
   const unsigned first = blockIdx.x * unsigned(kWideChunk);
   const std::int32_t end_value = ends[r];
@@ -424,7 +432,8 @@ __global__ void __launch_bounds__(kWideThreads, 2) wide_gather_streamed(const fl
     for (unsigned s = 0; s < kStreamStages; ++s) bulk::init(&landed[s], 1);
   __syncthreads();
   if (threadIdx.x == 0)
-    for (unsigned n = 0; n < kStreamStages; ++n) start(n);
+    for (unsigned n = 0; n < kStreamStages; ++n) start(n);  // the scores and ends are the caller's
+  wait_for_previous_kernel();  // the sample's digits and counters
   for (unsigned n = 0; blockIdx.x + n * gridDim.x < total; ++n) {
     const unsigned q = blockIdx.x + n * gridDim.x;
     bulk::wait(&landed[n % kStreamStages], (n / kStreamStages) & 1);
@@ -502,6 +511,7 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   __shared__ typename cub::BlockScan<unsigned, kFinishThreads, cub::BLOCK_SCAN_WARP_SCANS>::TempStorage order_scan;
   __shared__ std::uint32_t chosen[kWideMaxK];
   __shared__ unsigned definite_count, bucket_count;
+  wait_for_previous_kernel();
   if (verdict->refusal != kNoRefusal) return;
   const std::size_t r = blockIdx.x;
   const std::size_t n = std::size_t(ends[r]);
@@ -656,6 +666,24 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   }
 }
 
+// Launches `kernel` allowed to start before the previous kernel on the stream
+// has finished (it calls wait_for_previous_kernel before reading that kernel's
+// output).
+template <class... Params, class... Args>
+void overlapped(void (*kernel)(Params...), dim3 grid, int threads, std::size_t shared, Stream stream, Args... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = shared;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, kernel, Params(args)...);
+}
+
 // Queues a call whose scores shape is right: validation, and selection gated on
 // the device's verdict (nothing is written to `out` when it holds a refusal, nor
 // when out's shape is wrong). 0 or the cudaError_t.
@@ -679,14 +707,16 @@ int launch_topk(std::span<const float> scores, std::size_t width, std::span<cons
         resident_blocks(reinterpret_cast<const void*>(wide_gather_streamed), kWideThreads, kStreamBytes);
     if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0 && streamers > 0) {
       const unsigned total = chunks * unsigned(rows);
-      wide_gather_streamed<<<unsigned(std::min<std::size_t>(total, streamers)), kWideThreads, kStreamBytes, stream>>>(
-          scores.data(), width, ends.data(), k, info, candidates, &verdict->refusal, chunks, total);
+      overlapped(wide_gather_streamed, dim3(unsigned(std::min<std::size_t>(total, streamers))), kWideThreads,
+                 kStreamBytes, stream, scores.data(), width, ends.data(), k, info, candidates, &verdict->refusal, chunks,
+                 total);
     } else {
-      wide_gather<<<dim3(chunks, unsigned(rows)), kWideThreads, 0, stream>>>(
-          scores.data(), width, ends.data(), k, info, candidates, &verdict->refusal);
+      overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, scores.data(), width, ends.data(),
+                 k, info, candidates, &verdict->refusal);
     }
-    wide_finish<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores.data(), width, ends.data(), k, info, candidates,
-                                                               index_bits, verdict, out.data());
+    overlapped(wide_finish, dim3(unsigned(rows)), kFinishThreads, 0, stream, scores.data(), width, ends.data(), k,
+               static_cast<const WideRow*>(info), static_cast<const unsigned long long*>(candidates), index_bits,
+               verdict, out.data());
     const int e = cudaGetLastError();
     const int released = release_scratch(stream);
     return e != 0 ? e : released;
