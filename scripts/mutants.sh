@@ -139,11 +139,13 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
-# call's verdict not reset, the index a 16-byte group reports, the bits the top-k's index sort covers, an index read off its bitmap, a gathered
-# score read again one place off, the K-th's
-# bucket (or its split by the next bits) taken whole, a warp's appends one place off, rows left to the one-block kernel not counted; slots written
-# despite a refusal, the reverse pass skipping a block, the one-pass kernel
-# skipping its last quad, a quad's lanes swapped.
+# call's verdict not reset, the index a 16-byte group reports; the bits the top-k's
+# index sort covers, an index read off its bitmap, a gathered score read again one
+# place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
+# appends one place off, rows left to the one-block method not counted; slots
+# written despite a refusal, the reverse pass skipping a block, the one-pass kernel
+# skipping its last quad, a queued one-pass call's verdict not reset, a quad's lanes
+# swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
 cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/compress.cu \
@@ -170,6 +172,8 @@ cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
   's|const unsigned block = gridDim.x - 1 - blockIdx.x;|const unsigned block = gridDim.x - blockIdx.x;|'
 cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
   's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
+cuda_mutant paging cuda-queued-slots-verdict-not-reset impl/cuda/paging.cu \
+  's|^  verdict->refusal = kNoRefusal;$||'
 cuda_mutant paging cuda-quad-lanes-swapped impl/cuda/paging.cu \
   's|j\[0\] = v.x, j\[1\] = v.y|j[0] = v.y, j[1] = v.x|'
 

@@ -7,6 +7,7 @@
 
 #include "impl/cuda/bulk_copy.cuh"
 #include "impl/cuda/indexer.hpp"
+#include "impl/cuda/launch.cuh"
 
 namespace aether::cuda {
 
@@ -22,12 +23,6 @@ constexpr unsigned long long kNaNBit = 1ull << 63;
 __device__ __forceinline__ unsigned long long end_refusal(std::size_t r, std::int32_t end) {
   return (static_cast<unsigned long long>(r) << 32) | std::uint32_t(end);
 }
-
-// Programmatic dependent launch (sm_90): a kernel launched with `overlapped`
-// starts while the one before it on the stream still runs, does what needs
-// nothing of that kernel's output, then waits for it to finish and flush.
-__device__ __forceinline__ void wait_for_previous_kernel() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void let_next_kernel_start() { asm volatile("griddepcontrol.launch_dependents;"); }
 
 __device__ __forceinline__ std::uint32_t order_key(float f) {
   std::uint32_t bits = __float_as_uint(f);
@@ -666,24 +661,6 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   }
 }
 
-// Launches `kernel` allowed to start before the previous kernel on the stream
-// has finished (it calls wait_for_previous_kernel before reading that kernel's
-// output).
-template <class... Params, class... Args>
-void overlapped(void (*kernel)(Params...), dim3 grid, int threads, std::size_t shared, Stream stream, Args... args) {
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = dim3(unsigned(threads));
-  config.dynamicSmemBytes = shared;
-  config.stream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  cudaLaunchKernelEx(&config, kernel, Params(args)...);
-}
-
 // Queues a call whose scores shape is right: validation, and selection gated on
 // the device's verdict (nothing is written to `out` when it holds a refusal, nor
 // when out's shape is wrong). 0 or the cudaError_t.
@@ -708,14 +685,14 @@ int launch_topk(std::span<const float> scores, std::size_t width, std::span<cons
     if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores.data()) % 16 == 0 && streamers > 0) {
       const unsigned total = chunks * unsigned(rows);
       overlapped(wide_gather_streamed, dim3(unsigned(std::min<std::size_t>(total, streamers))), kWideThreads,
-                 kStreamBytes, stream, scores.data(), width, ends.data(), k, info, candidates, &verdict->refusal, chunks,
+                 kStreamBytes, stream, false, scores.data(), width, ends.data(), k, info, candidates, &verdict->refusal, chunks,
                  total);
     } else {
-      overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, scores.data(), width, ends.data(),
-                 k, info, candidates, &verdict->refusal);
+      overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, false, scores.data(), width,
+                 ends.data(), k, info, candidates, &verdict->refusal);
     }
-    overlapped(wide_finish, dim3(unsigned(rows)), kFinishThreads, 0, stream, scores.data(), width, ends.data(), k,
-               static_cast<const WideRow*>(info), static_cast<const unsigned long long*>(candidates), index_bits,
+    overlapped(wide_finish, dim3(unsigned(rows)), kFinishThreads, 0, stream, false, scores.data(), width,
+               ends.data(), k, static_cast<const WideRow*>(info), static_cast<const unsigned long long*>(candidates), index_bits,
                verdict, out.data());
     const int e = cudaGetLastError();
     const int released = release_scratch(stream);

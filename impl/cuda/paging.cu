@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "impl/cuda/launch.cuh"
 #include "impl/cuda/paging.hpp"
 
 namespace aether::cuda {
@@ -187,6 +188,7 @@ __global__ void __launch_bounds__(kThreads) convert_resident(const std::int32_t*
       j[u][e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
       if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
     }
+  wait_for_previous_kernel();  // a queued call's reset_verdict
   if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
   cooperative_groups::this_grid().sync();  // every lane checked; the word final
   if (const unsigned long long refusal = *static_cast<volatile unsigned long long*>(&verdict->refusal);
@@ -197,6 +199,14 @@ __global__ void __launch_bounds__(kThreads) convert_resident(const std::int32_t*
 #pragma unroll
   for (int u = 0; u < kResidentQuads; ++u)
     store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
+}
+
+// A queued one-pass call's verdict reset, as a kernel rather than a memset so
+// that the pass (launched as its programmatic dependent) loads and checks its
+// lanes meanwhile.
+__global__ void reset_verdict(DeviceVerdict* verdict) {
+  let_next_kernel_start();
+  verdict->refusal = kNoRefusal;
 }
 
 // The host's refusals (geometry, shapes), else the call's geometry.
@@ -217,16 +227,19 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
 }
 
 // One cooperative pass when the call fits one resident grid, else validate then
-// convert.
+// convert. `reset`: the verdict word is set to kNoRefusal first.
 template <bool Vector>
 cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                          Geometry g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
+                          Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
   const std::size_t resident = (g.lanes + kResidentLanesPerBlock - 1) / kResidentLanesPerBlock;
   if (resident <= resident_blocks(reinterpret_cast<const void*>(&convert_resident<Vector>), kThreads)) {
-    void* args[] = {&rows, &valid_counts, &tables, &g, &verdict, &out};
-    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&convert_resident<Vector>),
-                                       dim3(unsigned(resident)), dim3(kThreads), args, 0, stream);
+    if (reset) reset_verdict<<<1, 32, 0, stream>>>(verdict);
+    return overlapped(convert_resident<Vector>, dim3(unsigned(resident)), kThreads, 0, stream, true, rows,
+                      valid_counts, tables, g, verdict, out);
   }
+  if (reset)
+    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+      return e;
   const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
   validate<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, &verdict->refusal);
   convert<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, verdict, out);
@@ -234,10 +247,10 @@ cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_co
 }
 
 cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                   const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, Stream stream) {
+                   const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
   if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
-    return launch_passes<true>(rows, valid_counts, tables, g, verdict, out, stream);
-  return launch_passes<false>(rows, valid_counts, tables, g, verdict, out, stream);
+    return launch_passes<true>(rows, valid_counts, tables, g, verdict, out, reset, stream);
+  return launch_passes<false>(rows, valid_counts, tables, g, verdict, out, reset, stream);
 }
 }  // namespace
 
@@ -259,10 +272,13 @@ Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std:
                     ratio, out.size(), &g);
       !s.ok())
     return s;
-  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
-    return pe::DeviceFailure{int(e)};
-  if (rows.empty()) return Ok{};
-  if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, verdict, out.data(), stream);
+  if (rows.empty()) {
+    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+      return pe::DeviceFailure{int(e)};
+    return Ok{};
+  }
+  if (cudaError_t e =
+          launch(rows.data(), valid_counts.data(), block_tables.data(), g, verdict, out.data(), true, stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   return Ok{};
@@ -281,7 +297,8 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
   if (rows.empty()) return Ok{};
   Verdict v;
   if (int e = begin_verdict(v, stream)) return pe::DeviceFailure{e};
-  if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, v.device, out.data(), stream);
+  if (cudaError_t e =
+          launch(rows.data(), valid_counts.data(), block_tables.data(), g, v.device, out.data(), false, stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   if (int e = end_verdict(v, stream)) return pe::DeviceFailure{e};
