@@ -142,7 +142,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # call's verdict not reset, the index a 16-byte group reports; the bits the top-k's
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
-# appends one place off, rows left to the one-block method not counted; slots
+# appends one place off, rows left to the one-block method not counted, a queued
+# call's verdict not reset by the sample; slots
 # written despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad, a queued one-pass call's verdict not reset, a quad's lanes
 # swapped.
@@ -160,6 +161,8 @@ cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer.cu \
   's|      warp_append(c < in_bucket \&\& sub\[i\] > sub_bucket,|      warp_append(c < in_bucket \&\& sub[i] >= sub_bucket,|'
 cuda_mutant indexer cuda-bitmap-index-one-off impl/cuda/indexer.cu \
   's|\* 32 + unsigned(__ffs(b) - 1));|* 32 + unsigned(__ffs(b)));|'
+cuda_mutant indexer cuda-topk-verdict-not-reset impl/cuda/indexer.cu \
+  's|    if (r == 0) verdict->refusal = kNoRefusal, verdict->detail\[0\] = 0;|    if (r == 0) verdict->detail[0] = 0;|'
 cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
   's|    warp_append(c < count \&\& level > bucket,|    warp_append(c < count \&\& level >= bucket,|'
 cuda_mutant indexer cuda-warp-append-place-off impl/cuda/indexer.cu \

@@ -250,9 +250,9 @@ __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* score
   __shared__ unsigned hist[kBins];
   let_next_kernel_start();  // the gather's first copies need nothing from here
   const std::size_t r = blockIdx.x;
-  if (threadIdx.x == 0) {  // the call's counters start here: no memset before it
+  if (threadIdx.x == 0) {  // the call's counters and verdict start here: no memset before it
     rows[r] = WideRow{0, 0};
-    if (r == 0) verdict->detail[0] = 0;
+    if (r == 0) verdict->refusal = kNoRefusal, verdict->detail[0] = 0;  // refusals come after this kernel
   }
   const std::int32_t end = ends[r];
   if (bad_end(end, width) || std::size_t(end) <= k) return;  // pass 2 refuses, pass 3 writes all
@@ -661,9 +661,10 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   }
 }
 
-// Queues a call whose scores shape is right: validation, and selection gated on
-// the device's verdict (nothing is written to `out` when it holds a refusal, nor
-// when out's shape is wrong). 0 or the cudaError_t.
+// Queues a call whose scores shape is right: the verdict's reset (by the sample
+// kernel on the read-once path: one stream operation fewer), validation, and
+// selection gated on the device's verdict (nothing is written to `out` when it
+// holds a refusal, nor when out's shape is wrong). 0 or the cudaError_t.
 int launch_topk(std::span<const float> scores, std::size_t width, std::span<const std::int32_t> ends, std::size_t k,
                 std::span<std::int32_t> out, DeviceVerdict* verdict, Stream stream) {
   const std::size_t rows = ends.size();
@@ -698,6 +699,8 @@ int launch_topk(std::span<const float> scores, std::size_t width, std::span<cons
     const int released = release_scratch(stream);
     return e != 0 ? e : released;
   }
+  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+    return e;
   const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
   validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width, ends.data(), chunks,
                                                                     verdict);
@@ -738,9 +741,11 @@ Status<IndexerError> enqueue_valid_prefix_topk(std::span<const float> scores, st
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (out.size() != rows * k) return ie::ShapeMismatch{rows * k, out.size()};
-  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
-    return ie::DeviceFailure{int(e)};
-  if (rows == 0) return Ok{};
+  if (rows == 0) {
+    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+      return ie::DeviceFailure{int(e)};
+    return Ok{};
+  }
   if (int e = launch_topk(scores, width, ends, k, out, verdict, stream)) return ie::DeviceFailure{e};
   return Ok{};
 }
