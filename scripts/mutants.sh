@@ -164,7 +164,7 @@ cuda_mutant indexer cuda-bitmap-index-one-off impl/cuda/indexer.cu \
 cuda_mutant indexer cuda-topk-verdict-not-reset impl/cuda/indexer.cu \
   's|    if (r == 0) verdict->refusal = kNoRefusal, verdict->detail\[0\] = 0;|    if (r == 0) verdict->detail[0] = 0;|'
 cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
-  's|    warp_append(c < count \&\& level > bucket,|    warp_append(c < count \&\& level >= bucket,|'
+  's|    warp_append(valid \&\& level > bucket,|    warp_append(valid \&\& level >= bucket,|'
 cuda_mutant indexer cuda-warp-append-place-off impl/cuda/indexer.cu \
   's|  if (take) write(base + unsigned(__popc(mask \& ((1u << lane) - 1))));|  if (take) write(base + unsigned(__popc(mask \& (1u << lane))));|'
 cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer.cu \

@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
                                                              const WideRow* rows, const unsigned long long* candidates,
                                                              int index_bits, DeviceVerdict* verdict,
                                                              std::int32_t* out) {
-  constexpr int kListItems = kCandidates / kFinishThreads, kRankItems = kBucket / kFinishThreads,
+  constexpr int kListItems = kCandidates / kFinishThreads, kListBatch = 4, kRankItems = kBucket / kFinishThreads,
                 kOutItems = kWideMaxK / kFinishThreads;
   using RankSort = cub::BlockRadixSort<unsigned long long, kFinishThreads, kRankItems>;
   using IndexSort = cub::BlockRadixSort<std::uint32_t, kFinishThreads, kOutItems>;
@@ -533,14 +533,26 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   for (unsigned b = threadIdx.x; b < kLevels; b += kFinishThreads) lists.hist[b] = 0;
   if (threadIdx.x == 0) definite_count = 0, bucket_count = 0;
   __syncthreads();
+  // Both passes over the list load kListBatch items per thread before using any
+  // (one L2 round trip per batch, not per item) and stop past the list's end.
+  const auto for_each_batch = [&](auto use) {
+    for (int base = 0; base < kListItems && unsigned(base) * kFinishThreads < count; base += kListBatch) {
+      unsigned long long batch[kListBatch];
 #pragma unroll
-  for (int i = 0; i < kListItems; ++i) {
-    const unsigned c = threadIdx.x + unsigned(i) * kFinishThreads;
-    const unsigned level = c < count ? level_of(list[c]) : ~0u;
+      for (int i = 0; i < kListBatch; ++i) {
+        const unsigned c = threadIdx.x + unsigned(base + i) * kFinishThreads;
+        batch[i] = c < count ? list[c] : 0;
+      }
+#pragma unroll
+      for (int i = 0; i < kListBatch; ++i) use(batch[i], threadIdx.x + unsigned(base + i) * kFinishThreads < count);
+    }
+  };
+  for_each_batch([&](unsigned long long item, bool valid) {
+    const unsigned level = valid ? level_of(item) : ~0u;
     // the list crowds a few levels: one atomic per level and warp, not per key
     const unsigned same = __match_any_sync(0xffffffffu, level);
-    if (c < count && (threadIdx.x & 31) == unsigned(__ffs(same) - 1)) atomicAdd(&lists.hist[level], __popc(same));
-  }
+    if (valid && (threadIdx.x & 31) == unsigned(__ffs(same) - 1)) atomicAdd(&lists.hist[level], __popc(same));
+  });
   __syncthreads();
   unsigned definite;
   const unsigned bucket = bin_of_rank<kFinishThreads>(lists.hist, kLevels, unsigned(k), &definite);
@@ -548,14 +560,11 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   __syncthreads();  // the histogram is read before the bucket list overwrites it
   if (in_bucket > kBucket) return fall_back();
   unsigned wanted = unsigned(k) - definite;
-#pragma unroll
-  for (int i = 0; i < kListItems; ++i) {
-    const unsigned c = threadIdx.x + unsigned(i) * kFinishThreads;
-    const unsigned long long item = c < count ? list[c] : 0;
-    const unsigned level = c < count ? level_of(item) : 0;
-    warp_append(c < count && level > bucket, &definite_count, [&](unsigned at) { chosen[at] = std::uint32_t(item); });
-    warp_append(c < count && level == bucket, &bucket_count, [&](unsigned at) { lists.bucket[at] = item; });
-  }
+  for_each_batch([&](unsigned long long item, bool valid) {
+    const unsigned level = valid ? level_of(item) : 0;
+    warp_append(valid && level > bucket, &definite_count, [&](unsigned at) { chosen[at] = std::uint32_t(item); });
+    warp_append(valid && level == bucket, &bucket_count, [&](unsigned at) { lists.bucket[at] = item; });
+  });
   __syncthreads();
   // A bucket too large to rank by counting, below the lumped top level (where the
   // digits differ), is split once more by the key's next kSubBits bits: the keys
