@@ -139,7 +139,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
-# call's verdict not reset, the index a 16-byte group reports; the bits the top-k's
+# call's verdict not reset, a prefill's ring keeping one position less, the index a
+# 16-byte group reports; the bits the top-k's
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
 # appends one place off, rows left to the one-block method not counted, a queued
@@ -151,6 +152,8 @@ cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
 cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/compress.cu \
   's|  int failure = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);|  int failure = 0;|'
+cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress.cu \
+  's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth)|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept; k += keep_depth)|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \

@@ -8,6 +8,7 @@
 #include "impl/compress_math.hpp"
 #include "impl/compress_plan.hpp"
 #include "impl/cuda/compress.hpp"
+#include "impl/cuda/launch.cuh"
 
 namespace aether::cuda {
 
@@ -183,15 +184,39 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 5) prefill_rows(const Req
   }
 }
 
-// Prefill, pass 2, only when nothing was refused: the staged rows and their
-// numbers to the caller's buffers.
+// Prefill, pass 2, only when nothing was refused (launched as a programmatic
+// dependent of pass 1: it waits for it before reading the verdict). The first
+// `commit_blocks` blocks copy the staged rows and their numbers to the caller's
+// buffers; block commit_blocks + x + requests k copies request x's k-th last
+// position into the ring, if the chunk has one (a chunk keeps its last S positions).
 __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* staged_j, std::size_t row_count,
                             unsigned dim, std::int64_t ratio, std::uint16_t* rows, std::int32_t* row_index,
-                            std::int32_t* positions, bool vector, const unsigned long long* error) {
+                            std::int32_t* positions, bool vector_rows, unsigned commit_blocks,
+                            const RequestMeta* requests, std::size_t request_count, unsigned keep_depth,
+                            const float* projected, float* ring, Geometry g, bool vector_ring,
+                            const unsigned long long* error) {
+  wait_for_previous_kernel();
   if (*error != kNoError) return;
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  if (blockIdx.x >= commit_blocks) {
+    const unsigned x = (blockIdx.x - commit_blocks) % unsigned(request_count);
+    const RequestMeta q = requests[x];
+    const std::int64_t kept = q.tokens < g.ring ? q.tokens : g.ring;
+    for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth) {
+      const std::int64_t local = q.tokens - 1 - k, p = q.start + local;
+      const float* from = projected + std::size_t(q.token_offset + local) * g.width;
+      float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+      if (vector_ring) {
+        for (unsigned i = threadIdx.x; i < g.width / 4; i += blockDim.x)
+          reinterpret_cast<float4*>(to)[i] = reinterpret_cast<const float4*>(from)[i];
+      } else {
+        for (unsigned i = threadIdx.x; i < g.width; i += blockDim.x) to[i] = from[i];
+      }
+    }
+    return;
+  }
+  const std::size_t stride = std::size_t(commit_blocks) * blockDim.x;
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t n = row_count * dim, vectors = vector ? n / 8 : 0;
+  const std::size_t n = row_count * dim, vectors = vector_rows ? n / 8 : 0;
   for (std::size_t i = first; i < vectors; i += stride)
     reinterpret_cast<uint4*>(rows)[i] = reinterpret_cast<const uint4*>(staged)[i];
   for (std::size_t i = 8 * vectors + first; i < n; i += stride) rows[i] = staged[i];
@@ -199,26 +224,6 @@ __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* sta
     const std::int32_t j = staged_j[i];
     row_index[i] = j;
     positions[i] = j < 0 ? 0 : std::int32_t(j * ratio);
-  }
-}
-
-// Prefill, pass 2: block (x, k) copies request x's k-th last position into the
-// ring, if the chunk has one (a chunk keeps its last S positions).
-__global__ void keep_in_ring(const RequestMeta* requests, const float* projected, float* ring, Geometry g,
-                             bool vector, const unsigned long long* error) {
-  if (*error != kNoError) return;
-  const RequestMeta q = requests[blockIdx.x];
-  const std::int64_t kept = q.tokens < g.ring ? q.tokens : g.ring;
-  for (std::int64_t k = blockIdx.y; k < kept; k += gridDim.y) {
-    const std::int64_t local = q.tokens - 1 - k, p = q.start + local;
-    const float* from = projected + std::size_t(q.token_offset + local) * g.width;
-    float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
-    if (vector) {
-      for (unsigned i = threadIdx.x; i < g.width / 4; i += blockDim.x)
-        reinterpret_cast<float4*>(to)[i] = reinterpret_cast<const float4*>(from)[i];
-    } else {
-      for (unsigned i = threadIdx.x; i < g.width; i += blockDim.x) to[i] = from[i];
-    }
   }
 }
 
@@ -265,6 +270,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 5) decode_rows(const Requ
                             const float* projected, float* ring, Geometry g, std::uint16_t* rows,
                             std::int32_t* row_index, std::int32_t* positions, bool vector,
                             const unsigned long long* error) {
+  wait_for_previous_kernel();  // launched as a programmatic dependent of validate
   if (*error != kNoError) return;
   const unsigned lane = threadIdx.x % 32;
   for_each_item(
@@ -356,24 +362,26 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
                                                                 d_meta, meta.size(), g, word);
     if (plan.tokens > 0)
       with_ratio(R, [&](auto r) {
-        decode_rows<r()><<<resident_grid<decode_rows<r()>>(plan.tokens), warp_threads, 0, stream>>>(
-            d_meta, meta.size(), plan.tokens, projected.data(), ring.data(), g, rows.data(), row_index.data(),
-            positions.data(), vector, word);
+        overlapped(decode_rows<r()>, dim3(resident_grid<decode_rows<r()>>(plan.tokens)), int(warp_threads), 0, stream,
+                   false, static_cast<const RequestMeta*>(d_meta), meta.size(), plan.tokens, projected.data(),
+                   ring.data(), g, rows.data(), row_index.data(), positions.data(), vector,
+                   static_cast<const unsigned long long*>(word));
       });
   } else {
     with_ratio(R, [&](auto r) {
       prefill_rows<r()><<<resident_grid<prefill_rows<r()>>(plan.rows), warp_threads, 0, stream>>>(
           d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, word);
     });
-    commit_rows<<<grid_for(std::max(plan.rows * shape.dim / 8, plan.rows), 256, 4096) + 1, 256, 0, stream>>>(
-        staged, staged_j, plan.rows, unsigned(shape.dim), shape.ratio, rows.data(), row_index.data(),
-        positions.data(), aligned(rows.data(), 16), word);
-    if (plan.tokens > 0) {
-      std::size_t most = 1;
-      for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
-      const dim3 grid(unsigned(meta.size()), unsigned(std::min({shape.ring, most, std::size_t(65535)})));
-      keep_in_ring<<<grid, 128, 0, stream>>>(d_meta, projected.data(), ring.data(), g, vector, word);
-    }
+    // the ring's new entries: requests x depth blocks after the row blocks
+    std::size_t most = 0;
+    for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
+    const unsigned depth = unsigned(std::min({shape.ring, most, std::size_t(64)}));
+    const unsigned commit_blocks = grid_for(std::max(plan.rows * shape.dim / 8, plan.rows), 256, 4096) + 1;
+    overlapped(commit_rows, dim3(commit_blocks + unsigned(meta.size()) * depth), 256, 0, stream, false,
+               static_cast<const std::uint16_t*>(staged), static_cast<const std::int32_t*>(staged_j), plan.rows,
+               unsigned(shape.dim), shape.ratio, rows.data(), row_index.data(), positions.data(),
+               aligned(rows.data(), 16), commit_blocks, static_cast<const RequestMeta*>(d_meta), meta.size(), depth,
+               projected.data(), ring.data(), g, vector, static_cast<const unsigned long long*>(word));
   }
   int failure = cudaGetLastError();
   // recorded on every path: the call that next takes this buffer waits for it
