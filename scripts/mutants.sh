@@ -156,21 +156,21 @@ cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress.cu \
   's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth)|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept; k += keep_depth)|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
-cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
-cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer_read_once.cu \
   's|return order_key(chunk_scores\[j - first\]); });|return order_key(chunk_scores[j - first + 1]); });|'
-cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer_read_once.cu \
   's|      warp_append(c < in_bucket \&\& sub\[i\] > sub_bucket,|      warp_append(c < in_bucket \&\& sub[i] >= sub_bucket,|'
-cuda_mutant indexer cuda-bitmap-index-one-off impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-bitmap-index-one-off impl/cuda/indexer_read_once.cu \
   's|\* 32 + unsigned(__ffs(b) - 1));|* 32 + unsigned(__ffs(b)));|'
-cuda_mutant indexer cuda-topk-verdict-not-reset impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-topk-verdict-not-reset impl/cuda/indexer_read_once.cu \
   's|    if (r == 0) verdict->refusal = kNoRefusal, verdict->detail\[0\] = 0;|    if (r == 0) verdict->detail[0] = 0;|'
-cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer_read_once.cu \
   's|    warp_append(valid \&\& level > bucket,|    warp_append(valid \&\& level >= bucket,|'
-cuda_mutant indexer cuda-warp-append-place-off impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-warp-append-place-off impl/cuda/indexer_read_once.cu \
   's|  if (take) write(base + unsigned(__popc(mask \& ((1u << lane) - 1))));|  if (take) write(base + unsigned(__popc(mask \& (1u << lane))));|'
-cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer.cu \
+cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer_read_once.cu \
   's|    if (threadIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long\*>(&verdict->detail\[0\]), 1ull);||'
 cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
   's|refusal != kNoRefusal) {|refusal == 0) {|'
