@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kValidateThreads) validate(const float* scores
   unsigned long long* error = &verdict->refusal;
   if (blockIdx.x == 0 && threadIdx.x == 0) verdict->detail[0] = 0;  // no read-once rows here
   const std::int32_t end = ends[r];
-  if (end < 0 || std::size_t(end) > width) {
+  if (bad_end(end, width)) {
     if (chunk == 0 && threadIdx.x == 0) atomicMin(error, end_refusal(r, end));
     return;
   }

@@ -23,6 +23,8 @@ __device__ __forceinline__ unsigned long long end_refusal(std::size_t r, std::in
   return (static_cast<unsigned long long>(r) << 32) | std::uint32_t(end);
 }
 
+// The score's bits as an unsigned key in the scores' order (a larger key is a larger
+// score; +0 and -0 equal), so radix digits and integer compares rank scores.
 __device__ __forceinline__ std::uint32_t order_key(float f) {
   std::uint32_t bits = __float_as_uint(f);
   if (bits == 0x80000000u) bits = 0;  // -0 ties with +0
@@ -56,7 +58,7 @@ __device__ __forceinline__ bool bad_end(std::int32_t end, std::size_t width) {
 
 // One block of kThreads selects a row's K largest of its n valid scores into
 // `lanes`, in index order; `hist` is 2048 words of the caller's shared memory.
-// Not inlined: inside wide_finish it capped that kernel at 64 registers (spilling).
+// Not inlined: inlined into wide_finish it spilled at that kernel's 64 registers.
 static __device__ __noinline__ void select_row(const float* row, std::size_t n, std::size_t k, std::int32_t* lanes,
                                                unsigned* hist) {
   using Scan = cub::BlockScan<unsigned, kThreads>;
