@@ -15,14 +15,15 @@ int device_count();
 
 // Validation on the device, verdict on the host. Calls that must refuse before
 // writing anything have their checking kernels atomicMin refusals into a word;
-// the kernels that write either run after the host has read the word (top-k,
-// scorer) or read it themselves and do nothing when it holds a refusal
-// (compression, slots), so the host waits once. The word and its pinned host
-// mirror are allocated once per thread and device (an allocation per call cost
-// tens of microseconds: the default pool hands memory back at every
-// synchronize). Only checking kernels write the word; `detail` holds what a call
-// records on the device about its refusal for the host's error (a refused lane's
-// row, its block), so the host needs no further copies.
+// the kernels that write either run after the host has read the word (scorer) or
+// read it themselves and do nothing when it holds a refusal (top-k, compression,
+// slots), so the host waits once, or not at all for the enqueue_ forms. The word
+// and its pinned host mirror are allocated once per thread and device (an
+// allocation per call cost tens of microseconds: the default pool hands memory
+// back at every synchronize). Besides the checking kernels, only a call's first
+// kernel writes the word, to reset it. `detail` holds what a call records on the
+// device for the host (a refused lane's row and block; the top-k's count of rows
+// finished the slow way), so the host needs no further copies.
 struct DeviceVerdict {
   unsigned long long refusal;
   long long detail[2];

@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
                                                    const std::int32_t* ends, std::size_t k,
                                                    std::int32_t* out, const DeviceVerdict* verdict) {
   __shared__ unsigned hist[2048];
-  if (verdict->refusal != kNoError) return;
+  if (verdict->refusal != kNoRefusal) return;
   const std::size_t r = blockIdx.x;
   select_row(scores + r * width, std::size_t(ends[r]), k, out + r * k, hist);
 }
@@ -76,7 +76,7 @@ int launch_topk(std::span<const float> scores, std::size_t width, std::span<cons
 }  // namespace
 
 Status<IndexerError> valid_prefix_topk_verdict(const DeviceVerdict& verdict, std::size_t width) {
-  if (verdict.refusal == kNoError) return Ok{};
+  if (verdict.refusal == kNoRefusal) return Ok{};
   if (verdict.refusal & kNaNBit) {
     const std::size_t at = std::size_t(verdict.refusal & ~kNaNBit);
     return ie::NonFiniteScore{at / width, at % width};

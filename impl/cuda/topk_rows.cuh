@@ -14,7 +14,6 @@
 namespace aether::cuda::topk {
 
 inline constexpr int kThreads = 512;
-inline constexpr unsigned long long kNoError = kNoRefusal;
 // The first refusal in the model's order: any bad end (lowest row) before any
 // non-finite score (lowest row-major position). A bad end's word carries the end
 // itself below the row (rows < 2^31), so the verdict alone describes it.
