@@ -146,8 +146,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # appends one place off, rows left to the one-block method not counted, a queued
 # call's verdict not reset by the sample; slots
 # written despite a refusal, the reverse pass skipping a block, the one-pass kernel
-# skipping its last quad, a queued one-pass call's verdict not reset, a quad's lanes
-# swapped.
+# skipping its last quad (or its last quad in shared memory), a queued one-pass
+# call's verdict not reset, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
 cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/compress.cu \
@@ -180,6 +180,8 @@ cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
   's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-queued-slots-verdict-not-reset impl/cuda/paging.cu \
   's|^  verdict->refusal = kNoRefusal;$||'
+cuda_mutant paging cuda-last-spilled-quad-not-written impl/cuda/paging.cu \
+  's|  for (int i = 0; i < Spill; ++i) {|  for (int i = 0; i + 1 < Spill; ++i) {|'
 cuda_mutant paging cuda-quad-lanes-swapped impl/cuda/paging.cu \
   's|j\[0\] = v.x, j\[1\] = v.y|j[0] = v.y, j[1] = v.x|'
 

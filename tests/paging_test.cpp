@@ -68,13 +68,14 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
   refused({1}, 1, {1}, {0x7fffffff}, 1, 8, 2, pe::BadBlock{0, 0x7fffffff});
 }
 
-// Past lab size: a call one resident grid holds (the CUDA backend's one-pass
-// kernel) and one too large for it (validation, then conversion), each equal to
-// the model lane for lane (the model itself to the CPU backend), then refused at
-// two lanes (the lower reported) and left untouched.
+// Past lab size, on an H200: a call one resident grid's registers hold (the CUDA
+// backend's one-pass kernel), one that also needs its shared memory (the one-pass
+// kernel with spilled quads) and one too large for both (validation, then
+// conversion), each equal to the model lane for lane (the model itself to the CPU
+// backend), then refused at two lanes (the lower reported) and left untouched.
 TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
   const std::size_t k = 2048, per = 1024;
-  for (const std::size_t requests : {300, 2700}) {
+  for (const std::size_t requests : {300, 2700, 6000}) {
     std::mt19937 rng(5);
     std::uniform_int_distribution<std::int32_t> row(-1, 16383), block(0, 1 << 20);
     V rows(requests * k), counts(requests), tables(requests * per);

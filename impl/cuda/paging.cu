@@ -72,7 +72,10 @@ __device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane
 constexpr std::size_t kLanesPerBlock = std::size_t(kThreads) * kQuads * 4;
 // The one-pass kernel holds 16 lanes per thread in registers.
 constexpr int kResidentQuads = 4;
-constexpr std::size_t kResidentLanesPerBlock = std::size_t(kThreads) * kResidentQuads * 4;
+// Quads per thread in shared memory when the registers do not hold the call: 26 KiB
+// per block, eight blocks per SM (64 registers each), so an H200's resident grid
+// holds about 9.2 M lanes (a 35 MiB call: the slots benchmark's 32 MiB one).
+constexpr int kSpillQuads = 13, kSpillBlocksPerSm = 8, kSpillBatch = 2;
 
 // A thread's quads (lanes [4q, 4q + 4)) lie kThreads apart, so each load of a
 // warp covers 512 contiguous bytes.
@@ -165,29 +168,46 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
 }
 
-// Calls whose lanes fit in the registers of one resident grid (launched
-// cooperatively): every lane read, checked and converted in registers, a
-// grid-wide barrier, then the slots written only if no lane was refused. One
-// read of the rows and tables instead of two, and one launch.
-template <bool Vector>
-__global__ void __launch_bounds__(kThreads) convert_resident(const std::int32_t* rows,
+// Calls whose lanes fit in one resident grid (launched cooperatively): every lane
+// read, checked and converted on chip, a grid-wide barrier, then the slots
+// written only if no lane was refused. One read of the rows and tables instead of
+// two, and one launch. Each thread holds kResidentQuads quads in registers and
+// Spill more in shared memory (Spill = 0 for calls the registers alone hold; the
+// spilled quads are checked kSpillBatch at a time, loads first).
+template <bool Vector, int Spill>
+__global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1) convert_resident(const std::int32_t* rows,
                                                              const std::int32_t* valid_counts,
                                                              const std::int32_t* tables, Geometry g,
                                                              DeviceVerdict* verdict, std::int32_t* out) {
-  std::int32_t j[kResidentQuads][4];
-#pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u)
-    load_quad<Vector>(rows, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
+  extern __shared__ int4 spilled[];  // [Spill][kThreads]
+  constexpr int kQuads = kResidentQuads + Spill;
   unsigned long long lowest = kNoRefusal;
+  const auto convert_quad = [&](int u, std::int32_t (&q)[4]) {  // each lane's row becomes its slot
 #pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {  // each lane's row becomes its slot
-      const std::size_t lane = 4 * quad_of<kResidentQuads>(blockIdx.x, u) + std::size_t(e);
+    for (int e = 0; e < 4; ++e) {
+      const std::size_t lane = 4 * quad_of<kQuads>(blockIdx.x, u) + std::size_t(e);
       int bad = -1;
-      j[u][e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
+      q[e] = lane < g.lanes ? slot_of(q[e], lane, valid_counts, tables, g, &bad) : -1;
       if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
     }
+  };
+  std::int32_t j[kResidentQuads][4];
+#pragma unroll
+  for (int u = 0; u < kResidentQuads; ++u) load_quad<Vector>(rows, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);
+#pragma unroll
+  for (int u = 0; u < kResidentQuads; ++u) convert_quad(u, j[u]);
+#pragma unroll
+  for (int base = 0; base < Spill; base += kSpillBatch) {
+    std::int32_t q[kSpillBatch][4];
+#pragma unroll
+    for (int i = 0; i < kSpillBatch && base + i < Spill; ++i)
+      load_quad<Vector>(rows, quad_of<kQuads>(blockIdx.x, kResidentQuads + base + i), g.lanes, q[i]);
+#pragma unroll
+    for (int i = 0; i < kSpillBatch && base + i < Spill; ++i) {
+      convert_quad(kResidentQuads + base + i, q[i]);
+      spilled[(base + i) * kThreads + int(threadIdx.x)] = make_int4(q[i][0], q[i][1], q[i][2], q[i][3]);
+    }
+  }
   wait_for_previous_kernel();  // a queued call's reset_verdict
   if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
   cooperative_groups::this_grid().sync();  // every lane checked; the word final
@@ -197,8 +217,13 @@ __global__ void __launch_bounds__(kThreads) convert_resident(const std::int32_t*
     return;
   }
 #pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u)
-    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
+  for (int u = 0; u < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);
+#pragma unroll
+  for (int i = 0; i < Spill; ++i) {
+    const int4 v = spilled[i * kThreads + int(threadIdx.x)];
+    const std::int32_t q[4] = {v.x, v.y, v.z, v.w};
+    store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);
+  }
 }
 
 // A queued one-pass call's verdict reset, as a kernel rather than a memset so
@@ -226,17 +251,30 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
   return Ok{};
 }
 
-// One cooperative pass when the call fits one resident grid, else validate then
-// convert. `reset`: the verdict word is set to kNoRefusal first.
+// One cooperative pass when the call fits one resident grid (in its registers, or
+// its registers and shared memory), else validate then convert. `reset`: the
+// verdict word is set to kNoRefusal first.
+template <bool Vector, int Spill>
+bool launched_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+                       Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream,
+                       cudaError_t* e) {
+  const std::size_t per_block = std::size_t(kThreads) * (kResidentQuads + Spill) * 4;
+  const std::size_t blocks = (g.lanes + per_block - 1) / per_block, shared = std::size_t(Spill) * kThreads * 16;
+  if (blocks > resident_blocks(reinterpret_cast<const void*>(&convert_resident<Vector, Spill>), kThreads, shared))
+    return false;
+  if (reset) reset_verdict<<<1, 32, 0, stream>>>(verdict);
+  *e = overlapped(convert_resident<Vector, Spill>, dim3(unsigned(blocks)), kThreads, shared, stream, true, rows,
+                  valid_counts, tables, g, verdict, out);
+  return true;
+}
+
 template <bool Vector>
 cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                           Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
-  const std::size_t resident = (g.lanes + kResidentLanesPerBlock - 1) / kResidentLanesPerBlock;
-  if (resident <= resident_blocks(reinterpret_cast<const void*>(&convert_resident<Vector>), kThreads)) {
-    if (reset) reset_verdict<<<1, 32, 0, stream>>>(verdict);
-    return overlapped(convert_resident<Vector>, dim3(unsigned(resident)), kThreads, 0, stream, true, rows,
-                      valid_counts, tables, g, verdict, out);
-  }
+  cudaError_t e = cudaSuccess;
+  if (launched_resident<Vector, 0>(rows, valid_counts, tables, g, verdict, out, reset, stream, &e) ||
+      launched_resident<Vector, kSpillQuads>(rows, valid_counts, tables, g, verdict, out, reset, stream, &e))
+    return e;
   if (reset)
     if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
       return e;
