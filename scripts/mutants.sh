@@ -147,7 +147,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # call's verdict not reset by the sample; slots
 # written despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad (or its last quad in shared memory), a queued one-pass
-# call's verdict not reset, a quad's lanes swapped.
+# call's verdict not reset, a row at the table's end taken as in it, the lane and
+# row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
 cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/compress.cu \
@@ -177,11 +178,15 @@ cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
 cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
   's|const unsigned block = gridDim.x - 1 - blockIdx.x;|const unsigned block = gridDim.x - blockIdx.x;|'
 cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
-  's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
+  's|  for (int u = 0; u < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-queued-slots-verdict-not-reset impl/cuda/paging.cu \
   's|^  verdict->refusal = kNoRefusal;$||'
 cuda_mutant paging cuda-last-spilled-quad-not-written impl/cuda/paging.cu \
-  's|  for (int i = 0; i < Spill; ++i) {|  for (int i = 0; i + 1 < Spill; ++i) {|'
+  's|    store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);|    if (i + 1 < Spill) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);|'
+cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \
+  's|std::min<std::uint64_t>(blocks_per_request \* bc, kRowLimit)|std::min<std::uint64_t>(blocks_per_request * bc + 1, kRowLimit)|'
+cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging.cu \
+  's|((std::uint64_t(1) << l) - d) / d + 1);|((std::uint64_t(1) << l) - d) / d);|'
 cuda_mutant paging cuda-quad-lanes-swapped impl/cuda/paging.cu \
   's|j\[0\] = v.x, j\[1\] = v.y|j[0] = v.y, j[1] = v.x|'
 

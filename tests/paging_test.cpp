@@ -73,33 +73,47 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
 // kernel with spilled quads) and one too large for both (validation, then
 // conversion), each equal to the model lane for lane (the model itself to the CPU
 // backend), then refused at two lanes (the lower reported) and left untouched.
+// Two geometries: the benchmark's (powers of two), and an odd K (quads straddle
+// requests) with Bc = 1000003, so rows and slots reach near 2^31 (the CUDA
+// kernels divide by multiplying).
 TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
-  const std::size_t k = 2048, per = 1024;
-  for (const std::size_t requests : {300, 2700, 6000}) {
-    std::mt19937 rng(5);
-    std::uniform_int_distribution<std::int32_t> row(-1, 16383), block(0, 1 << 20);
-    V rows(requests * k), counts(requests), tables(requests * per);
-    for (auto& r : rows) r = row(rng);
-    for (auto& b : tables) b = block(rng);
-    for (std::size_t n = 0; n < requests; ++n) counts[n] = std::int32_t((n * 37) % (k + 1));
-    V want(rows.size()), got(rows.size(), 77);
-    if (backend.name == "model") {
-      ASSERT_TRUE(cpu::paged_slots(rows, k, counts, tables, per, 64, 4, want).ok());
-    } else {
-      auto exact = model::paged_slots(rows, k, counts, tables, per, 64, 4);
-      ASSERT_TRUE(exact.ok());
-      want = exact.value();
+  struct Geometry {
+    std::size_t k, per;
+    std::int64_t block_tokens, ratio;
+    std::int32_t most_block;  // keeps every slot below 2^31
+  };
+  for (const Geometry geo : {Geometry{2048, 1024, 64, 4, 1 << 20}, Geometry{2047, 2000, 3000009, 3, 2100}}) {
+    const std::size_t k = geo.k, per = geo.per;
+    const std::int64_t bc = geo.block_tokens / geo.ratio, rows_in_table = std::int64_t(per) * bc;
+    const auto slots = [&](const V& rows, const V& counts, const V& tables, V& out) {
+      return backend.slots(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, out);
+    };
+    for (const std::size_t requests : {300, 2700, 6000}) {
+      std::mt19937 rng(5);
+      std::uniform_int_distribution<std::int32_t> row(-1, std::int32_t(rows_in_table - 1)), block(0, geo.most_block);
+      V rows(requests * k), counts(requests), tables(requests * per);
+      for (auto& r : rows) r = row(rng);
+      for (auto& b : tables) b = block(rng);
+      for (std::size_t n = 0; n < requests; ++n) counts[n] = std::int32_t((n * 37) % (k + 1));
+      V want(rows.size()), got(rows.size(), 77);
+      if (backend.name == "model") {
+        ASSERT_TRUE(cpu::paged_slots(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, want).ok());
+      } else {
+        auto exact = model::paged_slots(rows, k, counts, tables, per, geo.block_tokens, geo.ratio);
+        ASSERT_TRUE(exact.ok());
+        want = exact.value();
+      }
+      ASSERT_TRUE(slots(rows, counts, tables, got).ok()) << requests;
+      EXPECT_EQ(got, want) << requests << " requests, K " << k;
+      const std::size_t late = rows.size() - 5, early = rows.size() / 2 + 7;  // both valid lanes
+      counts[late / k] = counts[early / k] = std::int32_t(k);
+      rows[late] = std::int32_t(rows_in_table), rows[early] = -9;
+      V untouched(rows.size(), 77);
+      const auto st = slots(rows, counts, tables, untouched);
+      ASSERT_FALSE(st.ok());
+      EXPECT_EQ(st.error(), (PagingError{pe::RowOutsideTable{early, -9}})) << requests << " requests, K " << k;
+      EXPECT_EQ(untouched, V(rows.size(), 77));
     }
-    ASSERT_TRUE(backend.slots(rows, k, counts, tables, per, 64, 4, got).ok()) << requests;
-    EXPECT_EQ(got, want) << requests << " requests";
-    const std::size_t late = rows.size() - 5, early = rows.size() / 2 + 7;  // both valid lanes
-    counts[late / k] = counts[early / k] = std::int32_t(k);
-    rows[late] = 16384, rows[early] = -9;
-    V untouched(rows.size(), 77);
-    const auto st = backend.slots(rows, k, counts, tables, per, 64, 4, untouched);
-    ASSERT_FALSE(st.ok());
-    EXPECT_EQ(st.error(), (PagingError{pe::RowOutsideTable{early, -9}})) << requests;
-    EXPECT_EQ(untouched, V(rows.size(), 77));
   }
 }
 

@@ -1,6 +1,8 @@
 #include <cooperative_groups.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -18,16 +20,23 @@ namespace pe = paging_error;
 constexpr int kThreads = 128, kQuads = 2;
 constexpr std::int64_t kMaxSlot = std::numeric_limits<std::int32_t>::max();
 
-// x / d for 32-bit x: a shift when d is a power of two (K 2048, B / r
-// 16 in practice), else one 32-bit division; 64-bit division per lane would cost
-// more than the lane's memory traffic.
+// x / d for 32-bit x by a multiply-high and two shifts, for any d >= 1 (Granlund
+// and Montgomery, "Division by invariant integers using multiplication", 1994,
+// fig. 4.1): no branch and no division per lane, so the lanes' lookups batch.
 struct Divisor {
-  std::uint32_t d = 1;
-  int shift = 0;  // log2 d, or -1
+  std::uint32_t d = 1, m = 1;
+  unsigned s1 = 0, s2 = 0;
   Divisor() = default;
-  explicit Divisor(std::uint32_t v) : d(v), shift((v & (v - 1)) == 0 ? __builtin_ctz(v) : -1) {}
+  explicit Divisor(std::uint32_t v) : d(v) {
+    unsigned l = 0;  // ceil(log2 d)
+    while ((std::uint64_t(1) << l) < d) ++l;
+    m = std::uint32_t((std::uint64_t(1) << 32) * ((std::uint64_t(1) << l) - d) / d + 1);
+    s1 = l < 1 ? l : 1;
+    s2 = l > 1 ? l - 1 : 0;
+  }
   __device__ __forceinline__ std::uint32_t quotient(std::uint32_t x) const {
-    return shift >= 0 ? x >> shift : x / d;
+    const std::uint32_t t = __umulhi(m, x);
+    return (t + ((x - t) >> s1)) >> s2;
   }
 };
 
@@ -37,6 +46,7 @@ struct Geometry {
   std::size_t lanes, k, blocks_per_request;
   std::int64_t bc;  // compressed rows per block, B / r
   Divisor k32, bc32;
+  std::uint32_t rows_in_table;  // blocks_per_request bc, at most 2^31 (above every 32-bit row)
   bool narrow;
 };
 
@@ -51,11 +61,11 @@ __device__ __forceinline__ unsigned long long refusal_code(std::size_t lane, int
 __device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane,
                                                 const std::int32_t* valid_counts,
                                                 const std::int32_t* tables, const Geometry& g, int* bad) {
-  const std::size_t n = g.narrow ? g.k32.quotient(std::uint32_t(lane)) : lane / g.k;
+  const std::size_t n = lane / g.k;
   const std::size_t i = lane - n * g.k;
   const std::int32_t count = valid_counts[n];
   if (count <= 0 || i >= std::size_t(count) || j == -1) return -1;
-  const std::int64_t block_of_j = j < 0 ? -1 : g.narrow ? g.bc32.quotient(std::uint32_t(j)) : j / g.bc;
+  const std::int64_t block_of_j = j < 0 ? -1 : j / g.bc;
   if (j < 0 || std::uint64_t(block_of_j) >= g.blocks_per_request) {
     *bad = 0;
     return -1;
@@ -69,13 +79,107 @@ __device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane
   return std::int32_t(slot);
 }
 
+// *p if `take`, else 0. Volatile, so the compiler keeps these loads in program
+// order: a wave of them is issued before any is used (plain loads were sunk to
+// just before their use, one round trip per lane).
+__device__ __forceinline__ std::int32_t load_if(bool take, const std::int32_t* p) {
+  std::int32_t v = 0;
+  asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q ld.global.nc.s32 %0, [%1];\n\t}"
+               : "+r"(v)
+               : "l"(p), "r"(int(take)));
+  return v;
+}
+
+// B quads of rows, j[base, base + B), become their slots in place (quad u holds
+// lanes [4 quad(u), 4 quad(u) + 4)), `lowest` lowered to the first refusal among
+// them. 32-bit arithmetic (a narrow call). The loads go in two waves, each lane's
+// valid count, then each lane's table entry, rather than a dependent pair per
+// lane, so the lanes' lookups overlap instead of queueing; and the few
+// instructions per lane matter as much, since large calls are issue-bound. When
+// k is a multiple of 4 (OneRequest) a quad's lanes share their request, found
+// once per quad.
+template <bool OneRequest, int B, int U, class QuadOf>
+__device__ __forceinline__ void convert_narrow(std::int32_t (&j)[U][4], int base, QuadOf quad,
+                                               const std::int32_t* valid_counts, const std::int32_t* tables,
+                                               const Geometry& g, unsigned long long& lowest) {
+  const auto lane_of = [&](int u, int e) { return 4 * quad(base + u) + std::size_t(e); };
+  const auto request_of = [&](int u, int e) {
+    return g.k32.quotient(std::uint32_t(lane_of(u, OneRequest ? 0 : e)));
+  };
+  std::uint32_t limit[B][4];  // lanes of the request below it are valid: max(0, count)
+  std::int32_t block[B][4];
+#pragma unroll
+  for (int u = 0; u < B; ++u)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (OneRequest && e > 0) {
+        limit[u][e] = limit[u][0];
+        continue;
+      }
+      limit[u][e] = std::uint32_t(max(load_if(lane_of(u, e) < g.lanes, valid_counts + request_of(u, e)), 0));
+    }
+  // A row is in the table when 0 <= row < blocks_per_request bc: one unsigned
+  // comparison (a negative row reads as 2^31 or more, and rows_in_table <= 2^31).
+#pragma unroll
+  for (int u = 0; u < B; ++u)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::uint32_t n = request_of(u, e), i = std::uint32_t(lane_of(u, e)) - n * g.k32.d;
+      const std::uint32_t row = std::uint32_t(j[base + u][e]);
+      block[u][e] = load_if(i < limit[u][e] && row < g.rows_in_table,
+                            tables + std::size_t(n) * g.blocks_per_request + g.bc32.quotient(row));
+    }
+#pragma unroll
+  for (int u = 0; u < B; ++u)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const std::uint32_t n = request_of(u, e), i = std::uint32_t(lane_of(u, e)) - n * g.k32.d;
+      const std::uint32_t row = std::uint32_t(j[base + u][e]);
+      const std::uint64_t slot =
+          std::uint64_t(std::uint32_t(block[u][e])) * g.bc32.d + (row - g.bc32.quotient(row) * g.bc32.d);
+      const bool taken = i < limit[u][e] && j[base + u][e] != -1;
+      const bool in_table = row < g.rows_in_table, good = in_table && block[u][e] >= 0 && slot <= kMaxSlot;
+      j[base + u][e] = taken && good ? std::int32_t(slot) : -1;
+      if (taken && !good) [[unlikely]]
+        lowest = min(lowest, refusal_code(lane_of(u, e), in_table ? 1 : 0));
+    }
+}
+
+// U quads of rows become their slots in place, B at a time, `lowest` lowered to
+// the first refusal among them. Calls too wide for 32-bit arithmetic go lane by
+// lane through slot_of (only where Wide: the one-pass kernels take only narrow
+// calls).
+template <int B, bool Wide = true, int U, class QuadOf>
+__device__ __forceinline__ void convert_quads(std::int32_t (&j)[U][4], QuadOf quad, const std::int32_t* valid_counts,
+                                              const std::int32_t* tables, const Geometry& g,
+                                              unsigned long long& lowest) {
+  static_assert(U % B == 0);
+  if (Wide && !g.narrow) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const std::size_t lane = 4 * quad(u) + std::size_t(e);
+        int bad = -1;
+        j[u][e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
+        if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
+      }
+    return;
+  }
+#pragma unroll
+  for (int base = 0; base < U; base += B) {
+    if (g.k32.d % 4 == 0) convert_narrow<true, B>(j, base, quad, valid_counts, tables, g, lowest);
+    else convert_narrow<false, B>(j, base, quad, valid_counts, tables, g, lowest);
+  }
+}
+
 constexpr std::size_t kLanesPerBlock = std::size_t(kThreads) * kQuads * 4;
 // The one-pass kernel holds 16 lanes per thread in registers.
 constexpr int kResidentQuads = 4;
-// Quads per thread in shared memory when the registers do not hold the call: 26 KiB
+// Quads per thread in shared memory when the registers do not hold the call: 24 KiB
 // per block, eight blocks per SM (64 registers each), so an H200's resident grid
-// holds about 9.2 M lanes (a 35 MiB call: the slots benchmark's 32 MiB one).
-constexpr int kSpillQuads = 13, kSpillBlocksPerSm = 8, kSpillBatch = 2;
+// holds about 8.6 M lanes (a 33 MiB call: the slots benchmark's 32 MiB one).
+constexpr int kSpillQuads = 12, kSpillBlocksPerSm = 8, kSpillBatch = 2;
 
 // A thread's quads (lanes [4q, 4q + 4)) lie kThreads apart, so each load of a
 // warp covers 512 contiguous bytes.
@@ -127,15 +231,7 @@ __global__ void __launch_bounds__(kThreads) validate(const std::int32_t* rows, c
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j[u]);
   unsigned long long lowest = kNoRefusal;
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const std::size_t lane = 4 * quad_of(blockIdx.x, u) + std::size_t(e);
-      int bad = -1;
-      if (lane < g.lanes) slot_of(j[u][e], lane, valid_counts, tables, g, &bad);
-      if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
-    }
+  convert_quads<kQuads>(j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, lowest);
   if (lowest != kNoRefusal) atomicMin(refusal, lowest);
 }
 
@@ -156,14 +252,8 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
   std::int32_t j[kQuads][4];
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(block, u), g.lanes, j[u]);
-  int bad;  // validate found none
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {  // each lane's row becomes its slot
-      const std::size_t lane = 4 * quad_of(block, u) + std::size_t(e);
-      j[u][e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
-    }
+  unsigned long long lowest = kNoRefusal;  // stays so: validate found none
+  convert_quads<kQuads>(j, [block](int u) { return quad_of(block, u); }, valid_counts, tables, g, lowest);
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
 }
@@ -172,41 +262,52 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
 // read, checked and converted on chip, a grid-wide barrier, then the slots
 // written only if no lane was refused. One read of the rows and tables instead of
 // two, and one launch. Each thread holds kResidentQuads quads in registers and
-// Spill more in shared memory (Spill = 0 for calls the registers alone hold; the
-// spilled quads are checked kSpillBatch at a time, loads first).
+// Spill more in shared memory (Spill = 0 for calls the registers alone hold). The
+// spilled quads are copied in asynchronously (no registers held) while the
+// register quads are checked, then checked kSpillBatch at a time in place.
 template <bool Vector, int Spill>
-__global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1) convert_resident(const std::int32_t* rows,
-                                                             const std::int32_t* valid_counts,
-                                                             const std::int32_t* tables, Geometry g,
-                                                             DeviceVerdict* verdict, std::int32_t* out) {
-  extern __shared__ int4 spilled[];  // [Spill][kThreads]
+__global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1)
+    convert_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+                     Geometry g, DeviceVerdict* verdict, std::int32_t* out) {
+  extern __shared__ int4 spilled[];  // [Spill][kThreads]; a thread touches only its own column
   constexpr int kQuads = kResidentQuads + Spill;
   unsigned long long lowest = kNoRefusal;
-  const auto convert_quad = [&](int u, std::int32_t (&q)[4]) {  // each lane's row becomes its slot
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const std::size_t lane = 4 * quad_of<kQuads>(blockIdx.x, u) + std::size_t(e);
-      int bad = -1;
-      q[e] = lane < g.lanes ? slot_of(q[e], lane, valid_counts, tables, g, &bad) : -1;
-      if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
+  for (int i = 0; i < Spill; ++i) {
+    const std::size_t q = quad_of<kQuads>(blockIdx.x, kResidentQuads + i);
+    int4* to = &spilled[i * kThreads + int(threadIdx.x)];
+    if (Vector && 4 * q + 4 <= g.lanes) {
+      __pipeline_memcpy_async(to, reinterpret_cast<const int4*>(rows) + q, sizeof(int4));
+    } else {  // lane by lane; lanes past the end read as -1
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        std::int32_t* lane = reinterpret_cast<std::int32_t*>(to) + e;
+        if (4 * q + e < g.lanes) __pipeline_memcpy_async(lane, rows + 4 * q + e, sizeof(std::int32_t));
+        else *lane = -1;
+      }
     }
-  };
+  }
+  __pipeline_commit();
   std::int32_t j[kResidentQuads][4];
 #pragma unroll
   for (int u = 0; u < kResidentQuads; ++u) load_quad<Vector>(rows, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);
-#pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u) convert_quad(u, j[u]);
-#pragma unroll
+  const auto quad = [](int u) { return quad_of<kQuads>(blockIdx.x, u); };
+  convert_quads<(Spill > 0 ? kSpillBatch : kResidentQuads), false>(j, quad, valid_counts, tables, g, lowest);
+  __pipeline_wait_prior(0);
+  static_assert(Spill % kSpillBatch == 0);
+#pragma unroll 1  // a batch's lookups in flight at a time, not the registers' worth
   for (int base = 0; base < Spill; base += kSpillBatch) {
     std::int32_t q[kSpillBatch][4];
 #pragma unroll
-    for (int i = 0; i < kSpillBatch && base + i < Spill; ++i)
-      load_quad<Vector>(rows, quad_of<kQuads>(blockIdx.x, kResidentQuads + base + i), g.lanes, q[i]);
-#pragma unroll
-    for (int i = 0; i < kSpillBatch && base + i < Spill; ++i) {
-      convert_quad(kResidentQuads + base + i, q[i]);
-      spilled[(base + i) * kThreads + int(threadIdx.x)] = make_int4(q[i][0], q[i][1], q[i][2], q[i][3]);
+    for (int i = 0; i < kSpillBatch; ++i) {
+      const int4 v = spilled[(base + i) * kThreads + int(threadIdx.x)];
+      q[i][0] = v.x, q[i][1] = v.y, q[i][2] = v.z, q[i][3] = v.w;
     }
+    const auto spilled_quad = [&](int i) { return quad(kResidentQuads + base + i); };
+    convert_quads<kSpillBatch, false>(q, spilled_quad, valid_counts, tables, g, lowest);
+#pragma unroll
+    for (int i = 0; i < kSpillBatch; ++i)
+      spilled[(base + i) * kThreads + int(threadIdx.x)] = make_int4(q[i][0], q[i][1], q[i][2], q[i][3]);
   }
   wait_for_previous_kernel();  // a queued call's reset_verdict
   if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
@@ -241,9 +342,18 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
   if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
     return pe::BadGeometry{block_tokens, ratio};
   const std::int64_t bc = block_tokens / ratio;
+  constexpr std::uint64_t kRowLimit = std::uint64_t(1) << 31;  // above every 32-bit row
   const bool narrow = k > 0 && lanes <= 0xffffffffu && bc <= 0x7fffffff;
-  *g = Geometry{lanes, k, blocks_per_request, bc, Divisor(narrow ? std::uint32_t(k) : 1),
-                Divisor(narrow ? std::uint32_t(bc) : 1), narrow};
+  *g = Geometry{lanes,
+                k,
+                blocks_per_request,
+                bc,
+                Divisor(narrow ? std::uint32_t(k) : 1),
+                Divisor(narrow ? std::uint32_t(bc) : 1),
+                std::uint32_t(blocks_per_request >= kRowLimit
+                                  ? kRowLimit
+                                  : std::min<std::uint64_t>(blocks_per_request * bc, kRowLimit)),
+                narrow};
   if (lanes != requests * k) return pe::ShapeMismatch{requests * k, lanes};
   if (table_size != requests * blocks_per_request)
     return pe::ShapeMismatch{requests * blocks_per_request, table_size};
@@ -272,8 +382,10 @@ template <bool Vector>
 cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                           Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
   cudaError_t e = cudaSuccess;
-  if (launched_resident<Vector, 0>(rows, valid_counts, tables, g, verdict, out, reset, stream, &e) ||
-      launched_resident<Vector, kSpillQuads>(rows, valid_counts, tables, g, verdict, out, reset, stream, &e))
+  const auto resident = [&](auto kernel) {
+    return kernel(rows, valid_counts, tables, g, verdict, out, reset, stream, &e);
+  };
+  if (g.narrow && (resident(launched_resident<Vector, 0>) || resident(launched_resident<Vector, kSpillQuads>)))
     return e;
   if (reset)
     if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
