@@ -146,8 +146,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # appends one place off, rows left to the one-block method not counted, a queued
 # call's verdict not reset by the sample; slots
 # written despite a refusal, the reverse pass skipping a block, the one-pass kernel
-# skipping its last quad (or its last quad in shared memory), a queued one-pass
-# call's verdict not reset, a row at the table's end taken as in it, the lane and
+# skipping its last quad (or its last quad in shared memory), the one-pass
+# kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
@@ -179,8 +179,8 @@ cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
   's|const unsigned block = gridDim.x - 1 - blockIdx.x;|const unsigned block = gridDim.x - blockIdx.x;|'
 cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
   's|  for (int u = 0; u < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);|'
-cuda_mutant paging cuda-queued-slots-verdict-not-reset impl/cuda/paging.cu \
-  's|^  verdict->refusal = kNoRefusal;$||'
+cuda_mutant paging cuda-one-pass-verdict-not-reset impl/cuda/paging.cu \
+  's|  if (blockIdx.x == 0 \&\& threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call.s word||'
 cuda_mutant paging cuda-last-spilled-quad-not-written impl/cuda/paging.cu \
   's|    store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);|    if (i + 1 < Spill) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);|'
 cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \

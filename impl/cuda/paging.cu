@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "impl/cuda/launch.cuh"
+#include "impl/cuda/device.hpp"
 #include "impl/cuda/paging.hpp"
 
 namespace aether::cuda {
@@ -259,9 +259,10 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
 }
 
 // Calls whose lanes fit in one resident grid (launched cooperatively): every lane
-// read, checked and converted on chip, a grid-wide barrier, then the slots
-// written only if no lane was refused. One read of the rows and tables instead of
-// two, and one launch. Each thread holds kResidentQuads quads in registers and
+// read, checked and converted on chip, then the slots written only if no lane was
+// refused. One read of the rows and tables instead of two, and one launch: block
+// 0 resets the verdict word, a grid-wide barrier, refusals recorded, a second
+// barrier, the word read (a barrier costs less than the reset kernel's launch). Each thread holds kResidentQuads quads in registers and
 // Spill more in shared memory (Spill = 0 for calls the registers alone hold). The
 // spilled quads are copied in asynchronously (no registers held) while the
 // register quads are checked, then checked kSpillBatch at a time in place.
@@ -271,6 +272,7 @@ __global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1)
                      Geometry g, DeviceVerdict* verdict, std::int32_t* out) {
   extern __shared__ int4 spilled[];  // [Spill][kThreads]; a thread touches only its own column
   constexpr int kQuads = kResidentQuads + Spill;
+  if (blockIdx.x == 0 && threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call's word
   unsigned long long lowest = kNoRefusal;
 #pragma unroll
   for (int i = 0; i < Spill; ++i) {
@@ -309,9 +311,10 @@ __global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1)
     for (int i = 0; i < kSpillBatch; ++i)
       spilled[(base + i) * kThreads + int(threadIdx.x)] = make_int4(q[i][0], q[i][1], q[i][2], q[i][3]);
   }
-  wait_for_previous_kernel();  // a queued call's reset_verdict
+  const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  grid.sync();  // the word reset (block 0, first thing) before any block records a refusal
   if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
-  cooperative_groups::this_grid().sync();  // every lane checked; the word final
+  grid.sync();  // every lane checked; the word final
   if (const unsigned long long refusal = *static_cast<volatile unsigned long long*>(&verdict->refusal);
       refusal != kNoRefusal) {
     if (blockIdx.x == 0 && threadIdx.x == 0) describe(refusal, rows, tables, g, verdict);
@@ -325,14 +328,6 @@ __global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1)
     const std::int32_t q[4] = {v.x, v.y, v.z, v.w};
     store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);
   }
-}
-
-// A queued one-pass call's verdict reset, as a kernel rather than a memset so
-// that the pass (launched as its programmatic dependent) loads and checks its
-// lanes meanwhile.
-__global__ void reset_verdict(DeviceVerdict* verdict) {
-  let_next_kernel_start();
-  verdict->refusal = kNoRefusal;
 }
 
 // The host's refusals (geometry, shapes), else the call's geometry.
@@ -362,29 +357,28 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
 }
 
 // One cooperative pass when the call fits one resident grid (in its registers, or
-// its registers and shared memory), else validate then convert. `reset`: the
-// verdict word is set to kNoRefusal first.
+// its registers and shared memory); false if it does not. The pass resets the
+// verdict word itself.
 template <bool Vector, int Spill>
 bool launched_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                       Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream,
-                       cudaError_t* e) {
+                       Geometry g, DeviceVerdict* verdict, std::int32_t* out, Stream stream, cudaError_t* e) {
   const std::size_t per_block = std::size_t(kThreads) * (kResidentQuads + Spill) * 4;
   const std::size_t blocks = (g.lanes + per_block - 1) / per_block, shared = std::size_t(Spill) * kThreads * 16;
   if (blocks > resident_blocks(reinterpret_cast<const void*>(&convert_resident<Vector, Spill>), kThreads, shared))
     return false;
-  if (reset) reset_verdict<<<1, 32, 0, stream>>>(verdict);
-  *e = overlapped(convert_resident<Vector, Spill>, dim3(unsigned(blocks)), kThreads, shared, stream, true, rows,
-                  valid_counts, tables, g, verdict, out);
+  void* args[] = {&rows, &valid_counts, &tables, &g, &verdict, &out};
+  *e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&convert_resident<Vector, Spill>),
+                                   dim3(unsigned(blocks)), dim3(kThreads), args, shared, stream);
   return true;
 }
 
+// The one-pass kernel when the call fits, else validate then convert (`reset`:
+// the verdict word is set to kNoRefusal first).
 template <bool Vector>
 cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                           Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
   cudaError_t e = cudaSuccess;
-  const auto resident = [&](auto kernel) {
-    return kernel(rows, valid_counts, tables, g, verdict, out, reset, stream, &e);
-  };
+  const auto resident = [&](auto kernel) { return kernel(rows, valid_counts, tables, g, verdict, out, stream, &e); };
   if (g.narrow && (resident(launched_resident<Vector, 0>) || resident(launched_resident<Vector, kSpillQuads>)))
     return e;
   if (reset)
