@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/cuda_timing.cuh"
@@ -20,7 +21,7 @@
 using namespace aether;
 using namespace aether::bench;
 
-int main() {
+int main(int argc, char** argv) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("compress_bench_cuda: no CUDA device visible, nothing timed\n");
@@ -30,7 +31,15 @@ int main() {
   struct Case { const char* name; bool decode; std::size_t requests; std::int32_t tokens; std::int64_t start; };
   const Case cases[] = {{"prefill", false, 8, 512, 0},     {"prefill", false, 64, 512, 1},
                         {"decode", true, 256, 6, 1001},    {"decode", true, 4096, 6, 1001}};
+  // argv may name cases as STEP:REQUESTS (prefill:64 decode:4096) to time only those
+  const auto chosen = [&](const Case& c) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == std::string(c.name) + ":" + std::to_string(c.requests)) return true;
+    return false;
+  };
   for (const Case& c : cases) {
+    if (!chosen(c)) continue;
     const CompressShape shape{2, 512, 7, c.requests};
     const std::size_t width = 2 * shape.dim;
     std::vector<CompressRequest> requests;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Nsight Compute figures for the kernels behind the open performance bars, in one
+# call on the GPU machine: per kernel its time, DRAM throughput, instructions,
+# issue and occupancy, cache hit rates and the stall reasons per issued
+# instruction (what a kernel waits on decides what to change: memory latency,
+# throughput, or its own instructions). First launches of each benchmark, clocks
+# left as the driver sets them. Uses an existing build (default build/default);
+# one log per benchmark in $OUT (default build/gpu-logs), a summary on stdout.
+# Usage: scripts/gpu_profile.sh [BUILD]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/default}
+out=${OUT:-build/gpu-logs}
+mkdir -p "$out"
+metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
+dram__bytes_write.sum,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
+sm__warps_active.avg.pct_of_peak_sustained_active,smsp__warps_eligible.avg.per_cycle_active,\
+lts__t_sector_hit_rate.pct,l1tex__t_sector_hit_rate.pct,\
+'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
+
+profile() {  # profile NAME KERNEL-REGEX COUNT [ARGS...]: the first COUNT matching launches of bench NAME ARGS
+  local name=$1 kernels=$2 count=$3
+  shift 3
+  local log="$out/profile-$name${1:+-$1}.log"
+  echo "== $name $*: $kernels"
+  timeout 240 ncu --clock-control none -k "regex:$kernels" -c "$count" --metrics "$metrics" \
+    "$build/bench/$name" "$@" >"$log" 2>&1
+  # the kernel's name, then one line per metric; stall ratios under 0.05 left out
+  awk '/^  [a-zA-Z].*\(/ { sub(/\(.*/, ""); print "--" $0; next }
+       /^    [a-z]/ { if ($1 ~ /stalled/ && $NF + 0 < 0.05) next; print "   ", $1, $NF }' "$log"
+}
+
+profile compress_bench_cuda 'prefill_rows|commit_rows' 4 prefill:64
+profile compress_bench_cuda 'validate|decode_rows' 4 decode:4096
+profile paging_bench_cuda 'convert_resident' 2 4096
+profile paging_bench_cuda 'validate|convert' 4 16384
+profile indexer_bench_cuda 'wide_' 3
