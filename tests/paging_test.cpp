@@ -73,22 +73,25 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
 // kernel with spilled quads) and one too large for both (validation, then
 // conversion), each equal to the model lane for lane (the model itself to the CPU
 // backend), then refused at two lanes (the lower reported) and left untouched.
-// Two geometries: the benchmark's (powers of two), and an odd K (quads straddle
+// Three geometries: the benchmark's (powers of two); an odd K (quads straddle
 // requests) with Bc = 1000003, so rows and slots reach near 2^31 (the CUDA
-// kernels divide by multiplying).
+// kernels divide by multiplying); and a small K, so a block of the CUDA kernels
+// spans many requests.
 TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
   struct Geometry {
     std::size_t k, per;
     std::int64_t block_tokens, ratio;
     std::int32_t most_block;  // keeps every slot below 2^31
+    std::size_t scale;        // requests are 300, 2700 and 6000 times this
   };
-  for (const Geometry geo : {Geometry{2048, 1024, 64, 4, 1 << 20}, Geometry{2047, 2000, 3000009, 3, 2100}}) {
+  for (const Geometry geo : {Geometry{2048, 1024, 64, 4, 1 << 20, 1}, Geometry{2047, 2000, 3000009, 3, 2100, 1},
+                             Geometry{100, 16, 64, 4, 1 << 20, 20}}) {
     const std::size_t k = geo.k, per = geo.per;
     const std::int64_t bc = geo.block_tokens / geo.ratio, rows_in_table = std::int64_t(per) * bc;
     const auto slots = [&](const V& rows, const V& counts, const V& tables, V& out) {
       return backend.slots(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, out);
     };
-    for (const std::size_t requests : {300, 2700, 6000}) {
+    for (const std::size_t requests : {300 * geo.scale, 2700 * geo.scale, 6000 * geo.scale}) {
       std::mt19937 rng(5);
       std::uniform_int_distribution<std::int32_t> row(-1, std::int32_t(rows_in_table - 1)), block(0, geo.most_block);
       V rows(requests * k), counts(requests), tables(requests * per);
