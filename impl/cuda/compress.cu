@@ -363,7 +363,7 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
     if (plan.tokens > 0)
       with_ratio(R, [&](auto r) {
         overlapped(decode_rows<r()>, dim3(resident_grid<decode_rows<r()>>(plan.tokens)), int(warp_threads), 0, stream,
-                   false, static_cast<const RequestMeta*>(d_meta), meta.size(), plan.tokens, projected.data(),
+                   static_cast<const RequestMeta*>(d_meta), meta.size(), plan.tokens, projected.data(),
                    ring.data(), g, rows.data(), row_index.data(), positions.data(), vector,
                    static_cast<const unsigned long long*>(word));
       });
@@ -377,7 +377,7 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
     for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
     const unsigned depth = unsigned(std::min({shape.ring, most, std::size_t(64)}));
     const unsigned commit_blocks = grid_for(std::max(plan.rows * shape.dim / 8, plan.rows), 256, 4096) + 1;
-    overlapped(commit_rows, dim3(commit_blocks + unsigned(meta.size()) * depth), 256, 0, stream, false,
+    overlapped(commit_rows, dim3(commit_blocks + unsigned(meta.size()) * depth), 256, 0, stream,
                static_cast<const std::uint16_t*>(staged), static_cast<const std::int32_t*>(staged_j), plan.rows,
                unsigned(shape.dim), shape.ratio, rows.data(), row_index.data(), positions.data(),
                aligned(rows.data(), 16), commit_blocks, static_cast<const RequestMeta*>(d_meta), meta.size(), depth,

@@ -522,13 +522,13 @@ int launch_read_once(const float* scores, std::size_t width, const std::int32_t*
   if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores) % 16 == 0 && streamers > 0) {
     const unsigned total = chunks * unsigned(rows);
     overlapped(wide_gather_streamed, dim3(unsigned(std::min<std::size_t>(total, streamers))), kWideThreads,
-               kStreamBytes, stream, false, scores, width, ends, k, info, candidates, &verdict->refusal, chunks,
+               kStreamBytes, stream, scores, width, ends, k, info, candidates, &verdict->refusal, chunks,
                total);
   } else {
-    overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, false, scores, width, ends, k,
+    overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, scores, width, ends, k,
                info, candidates, &verdict->refusal);
   }
-  overlapped(wide_finish, dim3(unsigned(rows)), kFinishThreads, 0, stream, false, scores, width, ends, k,
+  overlapped(wide_finish, dim3(unsigned(rows)), kFinishThreads, 0, stream, scores, width, ends, k,
              static_cast<const WideRow*>(info), static_cast<const unsigned long long*>(candidates), index_bits,
              verdict, out);
   const int e = cudaGetLastError();

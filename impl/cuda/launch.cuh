@@ -17,23 +17,20 @@ __device__ __forceinline__ void wait_for_previous_kernel() { asm volatile("gridd
 __device__ __forceinline__ void let_next_kernel_start() { asm volatile("griddepcontrol.launch_dependents;"); }
 
 // Launches kernel<<<grid, threads, shared, stream>>>(args...) as a programmatic
-// dependent of the previous kernel on the stream; `cooperative`: also as a
-// cooperative launch (grid-wide barriers; the grid must be resident).
+// dependent of the previous kernel on the stream.
 template <class... Params, class... Args>
 cudaError_t overlapped(void (*kernel)(Params...), dim3 grid, int threads, std::size_t shared, Stream stream,
-                       bool cooperative, Args... args) {
-  cudaLaunchAttribute attributes[2]{};
-  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[0].val.programmaticStreamSerializationAllowed = 1;
-  attributes[1].id = cudaLaunchAttributeCooperative;
-  attributes[1].val.cooperative = 1;
+                       Args... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(unsigned(threads));
   config.dynamicSmemBytes = shared;
   config.stream = stream;
-  config.attrs = attributes;
-  config.numAttrs = cooperative ? 2 : 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
   return cudaLaunchKernelEx(&config, kernel, Params(args)...);
 }
 
