@@ -19,6 +19,11 @@ using impl::Step;
 constexpr unsigned long long kNoError = kNoRefusal;
 constexpr unsigned long long kRingBit = 1ull << 63;  // a refusal naming a ring index
 constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
+// The row kernels load a row's next 128 channels while computing the current ones
+// (gpu-next, not yet measured: the prefill rows kernel ran at 54% of DRAM
+// bandwidth with 44% of its warps active, one chunk's loads in flight per warp).
+constexpr bool kPrefetchNextChunk = true;
+constexpr int kRowBlocksPerSm = kPrefetchNextChunk ? 4 : 5;  // 64 registers for the second chunk
 
 // One request as the kernels see it; rows and tokens of request i start at its
 // offsets (the host's plan), so a warp finds its request by binary search.
@@ -103,11 +108,11 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
   const unsigned D = g.dim;
   if constexpr (R > 0) {
     constexpr int kQuads = R < 2 ? 2 : 1;  // 4 loads in flight per lane before any use
+    constexpr unsigned kStep = 128 * kQuads;
     Input in[R];
 #pragma unroll
     for (int t = 0; t < R; ++t) in[t] = input_of(q, j * R + t, projected, ring, g);
-    for (unsigned base = 4 * lane; base < D; base += 128 * kQuads) {
-      float4 s[kQuads][R], v[kQuads][R];
+    const auto load = [&](unsigned base, float4 (&s)[kQuads][R], float4 (&v)[kQuads][R]) {
 #pragma unroll
       for (int k = 0; k < kQuads; ++k)
 #pragma unroll
@@ -116,6 +121,14 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
             s[k][t] = __ldg(reinterpret_cast<const float4*>(in[t].at + base + 128 * k));
             v[k][t] = __ldg(reinterpret_cast<const float4*>(in[t].at + D + base + 128 * k));
           }
+    };
+    float4 s[kQuads][R], v[kQuads][R];
+    load(4 * lane, s, v);
+    for (unsigned base = 4 * lane; base < D; base += kStep) {
+      // the next chunk's loads in flight during this chunk's arithmetic (R <= 2:
+      // R = 4 would need twice the registers)
+      float4 next_s[kQuads][R], next_v[kQuads][R];
+      if (kPrefetchNextChunk && R <= 2 && base + kStep < D) load(base + kStep, next_s, next_v);
 #pragma unroll
       for (int k = 0; k < kQuads; ++k) {
         const unsigned d = base + 128 * k;
@@ -135,6 +148,14 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
           z[c] = impl::bf16_nearest(impl::gated_mean([&](int t) { return component(s[k][t], c); },
                                                      [&](int t) { return component(v[k][t], c); }, R));
         *reinterpret_cast<uint2*>(out + d) = make_uint2(z[0] | unsigned(z[1]) << 16, z[2] | unsigned(z[3]) << 16);
+      }
+      if (kPrefetchNextChunk && R <= 2) {
+#pragma unroll
+        for (int k = 0; k < kQuads; ++k)
+#pragma unroll
+          for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t], v[k][t] = next_v[k][t];
+      } else if (base + kStep < D) {
+        load(base + kStep, s, v);
       }
     }
   } else {
@@ -157,7 +178,7 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
 // request's pending positions, the ones no row reads. So every input the step
 // reads is checked exactly where it is read.
 template <int R>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, 5) prefill_rows(const RequestMeta* requests, std::size_t request_count, std::size_t row_count,
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_rows(const RequestMeta* requests, std::size_t request_count, std::size_t row_count,
                              const float* projected, const float* ring, Geometry g, std::uint16_t* staged,
                              std::int32_t* staged_j, unsigned long long* error) {
   const unsigned lane = threadIdx.x % 32;
@@ -266,7 +287,7 @@ __global__ void validate(const float* projected, std::size_t n, const float* rin
 // Decode, pass 2, only when nothing was refused: token x's position into its ring
 // entry, then its output row, completed when p mod r = r - 1.
 template <int R>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, 5) decode_rows(const RequestMeta* requests, std::size_t request_count, std::size_t token_count,
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_rows(const RequestMeta* requests, std::size_t request_count, std::size_t token_count,
                             const float* projected, float* ring, Geometry g, std::uint16_t* rows,
                             std::int32_t* row_index, std::int32_t* positions, bool vector,
                             const unsigned long long* error) {
