@@ -23,7 +23,7 @@ stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
 profile() {  # profile NAME KERNEL-REGEX COUNT [ARGS...]: the first COUNT matching launches of bench NAME ARGS
   local name=$1 kernels=$2 count=$3
   shift 3
-  local log="$out/profile-$name${1:+-$1}.log"
+  local log="$out/profile-$name${1:+-${1//:/-}}.log"
   echo "== $name $*: $kernels"
   : >"$log"
   for m in "$metrics" "$stalls"; do

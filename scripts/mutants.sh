@@ -144,7 +144,8 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
 # appends one place off, rows left to the one-block method not counted, a queued
-# call's verdict not reset by the sample; slots
+# call's verdict not reset by the sample; the compression rows computed with the
+# previous chunk's latents (the prefetched ones dropped); slots
 # written despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad (or its last quad in shared memory), the one-pass
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
@@ -157,6 +158,8 @@ cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress.cu \
   's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth)|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept; k += keep_depth)|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
+cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress.cu \
+  's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer_read_once.cu \
