@@ -66,6 +66,16 @@ AETHER_HD inline float gated_mean(Score score, Value value, int ratio) {
   return num / den;
 }
 
+// gated_mean for r = 2 with one exponential, operation for operation the same: the
+// larger score's weight is exp_nonpositive(0) = 1 exactly, and the smaller one's
+// argument s_min - m is exactly -|s_0 - s_1| (subtraction rounds symmetrically).
+// The CUDA rows kernels run it (their arithmetic, not their loads, bounds them).
+AETHER_HD inline float gated_mean_pair(float s0, float s1, float v0, float v1) {
+  const float e = exp_nonpositive(-fabsf(s0 - s1));
+  const float e0 = s0 < s1 ? e : 1.0f, e1 = s1 < s0 ? e : 1.0f;
+  return fmaf(e1, v1, fmaf(e0, v0, 0.0f)) / (e0 + e1);
+}
+
 // fp32 -> bf16, round to nearest even (inputs are finite).
 AETHER_HD inline std::uint16_t bf16_nearest(float z) {
   std::uint32_t bits;

@@ -116,7 +116,7 @@ mutant paging model-table-bound model/paging.cpp \
 
 # compress (issue 4): the ring a prefill keeps, the placeholder row, the ring slot, the
 # capacity bound, the softmax denominator, exp's range reduction, the old entries checked,
-# the rows a chunk completes
+# the rows a chunk completes, the pair form's weight given to the wrong score
 mutant compress model-ring-keeps-one-less model/compress.cpp \
   's|for (std::int64_t p = std::max(s, e - S); p < e; ++p) ring.entries|for (std::int64_t p = std::max(s, e - S + 1); p < e; ++p) ring.entries|'
 mutant compress cpu-placeholder-missing impl/cpu/compress.cpp \
@@ -137,15 +137,17 @@ mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
   's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
 mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
+mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
+  's|const float e0 = s0 < s1 ? e : 1.0f|const float e0 = s0 > s1 ? e : 1.0f|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
 # call's verdict not reset, a prefill's ring keeping one position less, the index a
-# 16-byte group reports; the bits the top-k's
+# 16-byte group reports, the rows computed with the previous chunk's latents (the
+# prefetched ones dropped); the bits the top-k's
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
 # appends one place off, rows left to the one-block method not counted, a queued
-# call's verdict not reset by the sample; the compression rows computed with the
-# previous chunk's latents (the prefetched ones dropped); slots
+# call's verdict not reset by the sample; slots
 # written despite a refusal, the reverse pass skipping a block, the one-pass kernel
 # skipping its last quad (or its last quad in shared memory), the one-pass
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and

@@ -163,6 +163,29 @@ TEST(CompressImpl, the_eight_lane_exp_gives_the_scalar_bits) {
   EXPECT_EQ(differ, 0u) << "of " << xs.size();
 }
 
+// The CUDA kernels' pair form: gated_mean's bits for r = 2 on random pairs (scores
+// close and far apart, equal, signed zeros, weights that underflow).
+TEST(CompressImpl, the_pair_form_gives_the_gated_mean_bits) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> near(-2.0f, 2.0f), far(-150.0f, 150.0f);
+  std::vector<float> scores{0.0f, -0.0f, 1.0f, -1.0f, 104.0f, -104.0f, 0x1p-140f, 3e38f, -3e38f};
+  std::vector<float> values{0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, -0x1p-149f, 3e38f, -3e38f};
+  for (int i = 0; i < 60; ++i) scores.push_back(i % 2 ? near(rng) : far(rng)), values.push_back(far(rng));
+  std::size_t differ = 0;
+  for (float s0 : scores)
+    for (float s1 : scores)
+      for (std::size_t a = 0; a < values.size(); ++a)
+        for (std::size_t b = a % 7; b < values.size(); b += 7) {
+          const float sc[2] = {s0, s1}, v[2] = {values[a], values[b]};
+          const float want = impl::gated_mean([&](int t) { return sc[t]; }, [&](int t) { return v[t]; }, 2);
+          const float got = impl::gated_mean_pair(s0, s1, v[0], v[1]);
+          if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want) && ++differ <= 5)
+            ADD_FAILURE() << std::hexfloat << "s " << s0 << ", " << s1 << " v " << v[0] << ", " << v[1] << ": "
+                          << got << " vs " << want;
+        }
+  EXPECT_EQ(differ, 0u);
+}
+
 // ---- the backends ---------------------------------------------------------------
 
 class Compress : public ::testing::TestWithParam<std::string> {
@@ -383,6 +406,86 @@ TEST(CompressCuda, queued_calls_back_to_back_equal_the_cpu) {
     std::vector<std::uint16_t> got(want[c].size(), 0);
     rows[c]->download(got);
     EXPECT_EQ(got, want[c]) << "call " << c;
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// Prefill at serving sizes, D 512, r 2, ring 7, against the CPU: 64 requests x 512
+// tokens from an odd start (the benchmark's call, 16384 rows) and 72 x 1024 (36864
+// rows, 288 MiB in), requests of three lengths. Then a NaN in the last row's input
+// (refused, that index, nothing written) and one among a request's pending
+// positions (which no row reads), each with an inf after it.
+TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  for (const std::size_t requests_count : {64, 72}) {
+    const std::int32_t tokens = requests_count == 64 ? 512 : 1024;
+    const std::int64_t start = requests_count == 64 ? 1 : 0;  // an odd start reads a position from the ring
+    const CompressShape shape{2, 512, 7, requests_count};
+    const std::size_t width = 2 * shape.dim;
+    std::vector<CompressRequest> requests;
+    for (std::size_t i = 0; i < requests_count; ++i) requests.push_back({std::int32_t(i), start, tokens - std::int32_t(i % 3)});
+    std::size_t rows = 0, token_count = 0;
+    for (const auto& q : requests) {
+      rows += std::size_t((q.start + q.tokens) / 2 - q.start / 2);
+      token_count += std::size_t(q.tokens);
+    }
+    std::minstd_rand rng(23);
+    std::uniform_real_distribution<float> uniform(-8.0f, 8.0f);
+    std::vector<float> projected(token_count * width), ring(shape.state_slots * shape.ring * width);
+    for (float& x : projected) x = uniform(rng);
+    for (float& x : ring) x = uniform(rng);
+    std::vector<float> cpu_ring = ring;
+    std::vector<std::uint16_t> want(rows * shape.dim);
+    std::vector<std::int32_t> want_index(rows), want_positions(rows);
+    ASSERT_TRUE(cpu::compress_prefill(requests, projected, cpu_ring, shape, want, want_index, want_positions).ok());
+    const auto gpu_call = [&](const std::vector<float>& in, std::vector<float>& ring_after,
+                              std::vector<std::uint16_t>& out, std::vector<std::int32_t>& index,
+                              std::vector<std::int32_t>& positions) {
+      props::DeviceBuffer<float> d_in{std::span<const float>(in)}, d_ring{std::span<const float>(ring)};
+      props::DeviceBuffer<std::uint16_t> d_out{std::span<const std::uint16_t>(out)};
+      props::DeviceBuffer<std::int32_t> d_index{std::span<const std::int32_t>(index)},
+          d_positions{std::span<const std::int32_t>(positions)};
+      const auto st = cuda::compress_prefill(requests, d_in.span(), d_ring.span(), shape, d_out.span(),
+                                             d_index.span(), d_positions.span(), nullptr);
+      d_ring.download(ring_after);
+      d_out.download(out);
+      d_index.download(index);
+      d_positions.download(positions);
+      return st;
+    };
+    std::vector<float> ring_after(ring.size());
+    std::vector<std::uint16_t> got(want.size(), 0x5a5a);
+    std::vector<std::int32_t> index(rows, 77), positions(rows, 77);
+    ASSERT_TRUE(gpu_call(projected, ring_after, got, index, positions).ok()) << requests_count;
+    EXPECT_TRUE(got == want) << requests_count << " requests: rows differ";
+    EXPECT_EQ(index, want_index);
+    EXPECT_EQ(positions, want_positions);
+    EXPECT_EQ(std::memcmp(ring_after.data(), cpu_ring.data(), ring.size() * 4), 0) << requests_count;
+    // the last request's last completed pair, its second latent's last channel; then
+    // a pending position (a chunk that ends odd: request 0 of the first size, 1 + 512,
+    // request 1 of the second, 0 + 1023)
+    std::size_t last_pair = token_count - std::size_t(requests.back().tokens) +
+                            std::size_t((start + requests.back().tokens) / 2 * 2 - 1 - start);
+    const std::size_t pending_request = requests_count == 64 ? 0 : 1;  // 512 tokens from 1; 1023 from 0
+    std::size_t pending = 0;
+    for (std::size_t i = 0; i <= pending_request; ++i) pending += std::size_t(requests[i].tokens);
+    for (const std::size_t bad : {last_pair * width + width - 1, (pending - 1) * width + 3}) {
+      std::vector<float> nan_in = projected;
+      nan_in[bad] = NAN;
+      if (bad + 1 < nan_in.size()) nan_in[bad + 1] = INFINITY;  // a later one is not the one named
+      std::vector<std::uint16_t> untouched(want.size(), 0x5a5a);
+      std::vector<std::int32_t> index_untouched(rows, 77), positions_untouched(rows, 77);
+      const auto st = gpu_call(nan_in, ring_after, untouched, index_untouched, positions_untouched);
+      ASSERT_FALSE(st.ok()) << requests_count << " requests, bad " << bad;
+      EXPECT_EQ(st.error(), (CompressError{ce::NonFiniteInput{0, bad}}));
+      EXPECT_TRUE(untouched == std::vector<std::uint16_t>(want.size(), 0x5a5a));
+      EXPECT_EQ(index_untouched, std::vector<std::int32_t>(rows, 77));
+      EXPECT_EQ(positions_untouched, std::vector<std::int32_t>(rows, 77));
+      EXPECT_EQ(std::memcmp(ring_after.data(), ring.data(), ring.size() * 4), 0);
+    }
   }
 #else
   GTEST_SKIP() << "built without CUDA";

@@ -145,9 +145,12 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
             }
         std::uint16_t z[4];
 #pragma unroll
-        for (int c = 0; c < 4; ++c)
-          z[c] = impl::bf16_nearest(impl::gated_mean([&](int t) { return component(s[k][t], c); },
-                                                     [&](int t) { return component(v[k][t], c); }, R));
+        for (int c = 0; c < 4; ++c) {
+          const auto score = [&](int t) { return component(s[k][t], c); };
+          const auto value = [&](int t) { return component(v[k][t], c); };
+          if constexpr (R == 2) z[c] = impl::bf16_nearest(impl::gated_mean_pair(score(0), score(1), value(0), value(1)));
+          else z[c] = impl::bf16_nearest(impl::gated_mean(score, value, R));
+        }
         *reinterpret_cast<uint2*>(out + d) = make_uint2(z[0] | unsigned(z[1]) << 16, z[2] | unsigned(z[3]) << 16);
       }
       if (kPrefetchNextChunk && R <= 2) {
