@@ -412,6 +412,146 @@ TEST(CompressCuda, queued_calls_back_to_back_equal_the_cpu) {
 #endif
 }
 
+// A prefill and a decode step queued while a stream is captured into a CUDA graph,
+// then the graph replayed twice: before each replay the ring is reset, `projected`
+// refilled with new values and two calls of other requests run eagerly (they take
+// both scratch buffers and overwrite their pinned mirrors). Each replay equals the
+// CPU on the values it found: the graph kept its own request tables.
+TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const CompressShape shape{2, 64, 7, 4};
+  const std::size_t width = 2 * shape.dim;
+  const std::vector<CompressRequest> prefill{{0, 0, 5}, {2, 0, 6}, {1, 0, 3}}, decode{{0, 5, 3}, {2, 6, 2}, {1, 3, 3}};
+  const std::size_t prefill_rows = 2 + 3 + 1, decode_rows = 3 + 2 + 3;
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal;
+  const auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  const std::vector<float> ring0 = random(shape.state_slots * shape.ring * width);
+  props::DeviceBuffer<float> ring{std::span<const float>(ring0)}, in_prefill{std::vector<float>(14 * width)},
+      in_decode{std::vector<float>(8 * width)};
+  props::DeviceBuffer<std::uint16_t> rows_prefill{std::vector<std::uint16_t>(prefill_rows * shape.dim)},
+      rows_decode{std::vector<std::uint16_t>(decode_rows * shape.dim)};
+  props::DeviceBuffer<std::int32_t> index_prefill{std::vector<std::int32_t>(prefill_rows)},
+      positions_prefill{std::vector<std::int32_t>(prefill_rows)}, index_decode{std::vector<std::int32_t>(decode_rows)},
+      positions_decode{std::vector<std::int32_t>(decode_rows)};
+  props::DeviceBuffer<cuda::DeviceVerdict> verdicts{std::vector<cuda::DeviceVerdict>(2)};
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  const bool queued =
+      cuda::enqueue_compress_prefill(prefill, in_prefill.span(), ring.span(), shape, rows_prefill.span(),
+                                     index_prefill.span(), positions_prefill.span(), verdicts.span().data(), stream)
+          .ok() &&
+      cuda::enqueue_compress_decode(decode, in_decode.span(), ring.span(), shape, rows_decode.span(),
+                                    index_decode.span(), positions_decode.span(), verdicts.span().data() + 1, stream)
+          .ok();
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(queued);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    // other requests, eagerly, through both scratch buffers
+    for (int other = 0; other < 2; ++other) {
+      const std::vector<CompressRequest> them{{3, 100 + other, 4}};
+      props::DeviceBuffer<float> in{random(4 * width)}, ring_other{std::span<const float>(ring0)};
+      props::DeviceBuffer<std::uint16_t> out{std::vector<std::uint16_t>(2 * shape.dim)};
+      props::DeviceBuffer<std::int32_t> idx{std::vector<std::int32_t>(2)}, pos{std::vector<std::int32_t>(2)};
+      ASSERT_TRUE(cuda::enqueue_compress_prefill(them, in.span(), ring_other.span(), shape, out.span(), idx.span(),
+                                                 pos.span(), verdicts.span().data(), stream)
+                      .ok());
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    }
+    const std::vector<float> a = random(14 * width), b = random(8 * width);
+    ASSERT_EQ(cudaMemcpy(in_prefill.span().data(), a.data(), a.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(in_decode.span().data(), b.data(), b.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ring.span().data(), ring0.data(), ring0.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    std::vector<float> cpu_ring = ring0;
+    std::vector<std::uint16_t> want_prefill(prefill_rows * shape.dim), want_decode(decode_rows * shape.dim);
+    std::vector<std::int32_t> i1(prefill_rows), p1(prefill_rows), i2(decode_rows), p2(decode_rows);
+    ASSERT_TRUE(cpu::compress_prefill(prefill, a, cpu_ring, shape, want_prefill, i1, p1).ok());
+    ASSERT_TRUE(cpu::compress_decode(decode, b, cpu_ring, shape, want_decode, i2, p2).ok());
+    std::vector<std::uint16_t> got_prefill(want_prefill.size()), got_decode(want_decode.size());
+    std::vector<float> got_ring(ring0.size());
+    std::vector<cuda::DeviceVerdict> verdict(2);
+    rows_prefill.download(got_prefill);
+    rows_decode.download(got_decode);
+    ring.download(got_ring);
+    verdicts.download(verdict);
+    EXPECT_TRUE(cuda::compress_verdict(verdict[0]).ok() && cuda::compress_verdict(verdict[1]).ok());
+    EXPECT_EQ(got_prefill, want_prefill) << "replay " << replay;
+    EXPECT_EQ(got_decode, want_decode) << "replay " << replay;
+    EXPECT_EQ(std::memcmp(got_ring.data(), cpu_ring.data(), cpu_ring.size() * 4), 0) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// A captured call whose request table spans several of the pieces a graph carries
+// it in (1500 requests, 48000 bytes): its replay equals the CPU.
+TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const std::size_t count = 1500;
+  const CompressShape shape{2, 4, 7, count};
+  std::vector<CompressRequest> requests;
+  std::size_t tokens = 0, rows = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    requests.push_back({std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(2 + i % 3)});
+    tokens += std::size_t(requests.back().tokens);
+    rows += std::size_t(std::max<std::int64_t>(1, (requests.back().start + requests.back().tokens) / 2 - requests.back().start / 2));
+  }
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal;
+  std::vector<float> projected(tokens * 8), ring(count * 7 * 8);
+  for (float& x : projected) x = normal(rng);
+  for (float& x : ring) x = normal(rng);
+  props::DeviceBuffer<float> d_in{std::span<const float>(projected)}, d_ring{std::span<const float>(ring)};
+  props::DeviceBuffer<std::uint16_t> d_rows{std::vector<std::uint16_t>(rows * 4)};
+  props::DeviceBuffer<std::int32_t> d_index{std::vector<std::int32_t>(rows)}, d_positions{std::vector<std::int32_t>(rows)};
+  props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  const bool queued = cuda::enqueue_compress_prefill(requests, d_in.span(), d_ring.span(), shape, d_rows.span(),
+                                                     d_index.span(), d_positions.span(), verdict.span().data(), stream)
+                          .ok();
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(queued);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::vector<std::uint16_t> want(rows * 4), got(rows * 4);
+  std::vector<std::int32_t> index(rows), positions(rows), got_positions(rows);
+  ASSERT_TRUE(cpu::compress_prefill(requests, projected, ring, shape, want, index, positions).ok());
+  std::vector<cuda::DeviceVerdict> v(1);
+  verdict.download(v);
+  d_rows.download(got);
+  d_positions.download(got_positions);
+  EXPECT_TRUE(cuda::compress_verdict(v[0]).ok());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got_positions, positions);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // Prefill at serving sizes, D 512, r 2, ring 7, against the CPU: 64 requests x 512
 // tokens from an odd start (the benchmark's call, 16384 rows) and 72 x 1024 (36864
 // rows, 288 MiB in), requests of three lengths. Then a NaN in the last row's input

@@ -55,8 +55,10 @@ std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic
 // point on its stream), then copies `bytes` from `host` on `stream` (host nullptr:
 // no copy, the buffer is only reserved). The buffer holds at least max(bytes,
 // reserve) bytes: room for device-only work after the copied part. Every
-// upload_scratch is followed by its release_scratch before the next. 0 or the
-// cudaError_t.
+// upload_scratch is followed by its release_scratch before the next. A call
+// captured in a CUDA graph gets a buffer of its own instead (allocated and freed
+// in the graph, the copied bytes kept in the graph), so its replays read what the
+// call was given. 0 or the cudaError_t.
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0);
 int release_scratch(Stream stream);
 
