@@ -16,30 +16,35 @@
 
 namespace aether::impl {
 
-// y 2^k for k in [-150, 0] with one rounding, as ldexpf: 2^k is a float down to
-// 2^-149 (y 2^k then rounds once); 2^-150 goes in two exact-then-rounding steps.
+// y 2^k for k in [-150, 0] and y in [1/2, 2), with one rounding, as ldexpf: y 2^a
+// exactly (a = max(k, -100) keeps it normal), then times 2^(k - a), the one
+// rounding. Branch-free (the CUDA rows kernels run it per channel), and every
+// power a normal float.
 AETHER_HD inline float scale_by_power_of_two(float y, int k) {
-  const auto power = [](int e) {  // 2^e, e in [-149, 0]
-    const std::uint32_t bits = e >= -126 ? std::uint32_t(127 + e) << 23 : std::uint32_t(1) << (149 + e);
+  const auto power = [](int e) {  // 2^e, e in [-126, 0]
+    const std::uint32_t bits = std::uint32_t(127 + e) << 23;
     float f;
     std::memcpy(&f, &bits, 4);
     return f;
   };
-  return k >= -149 ? y * power(k) : (y * power(-75)) * power(k + 75);
+  const int a = k > -100 ? k : -100;
+  return (y * power(a)) * power(k - a);
 }
 
 // e^x for x <= 0: x = k ln2 + f (Cody-Waite, ln2 split in two), e^f by the cephes
-// expf polynomial in fma form, times 2^k. Below -104, e^x < 2^-150 rounds to 0.
+// expf polynomial in fma form, times 2^k. From -104 down e^x < 2^-150 rounds to 0:
+// the work runs on max(x, -104), whose result is that 0 (no branch).
 // Only fma, +, *, and exact bit steps: the same bits on every IEEE machine.
 // tests/compress_test.cpp checks it against the exact model's enclosure.
 AETHER_HD inline float exp_nonpositive(float x) {
-  if (x < -104.0f) return 0.0f;
+  const float xc = fmaxf(x, -104.0f);  // e^-104 = 0.486 2^-149 rounds to 0
   constexpr float kRound = 12582912.0f;  // 1.5 2^23: v + kRound - kRound = rint(v), |v| < 2^22
   // One rounding of x log2 e, written as the fma: CUDA fuses a * b + c by default and
   // g++ only where FMA instructions are enabled, so the plain expression rounded
   // twice in some builds and picked another k there (tests/compress_test.cpp).
-  const float k = fmaf(x, 1.44269504088896341f, kRound) - kRound;
-  float f = fmaf(k, -0.693359375f, x);
+  const float t = fmaf(xc, 1.44269504088896341f, kRound);
+  const float k = t - kRound;
+  float f = fmaf(k, -0.693359375f, xc);
   f = fmaf(k, 2.12194440e-4f, f);
   float p = 1.9875691500e-4f;
   p = fmaf(p, f, 1.3981999507e-3f);
@@ -48,7 +53,9 @@ AETHER_HD inline float exp_nonpositive(float x) {
   p = fmaf(p, f, 1.6666665459e-1f);
   p = fmaf(p, f, 5.0000001201e-1f);
   const float y = fmaf(p, f * f, f) + 1.0f;
-  return scale_by_power_of_two(y, int(k));
+  std::int32_t t_bits;  // t = 1.5 2^23 + k exactly, in a binade of unit spacing: k from its bits
+  std::memcpy(&t_bits, &t, 4);
+  return scale_by_power_of_two(y, t_bits - 0x4B400000);
 }
 
 // z = Σ_t e_t v_t / Σ_t e_t, e_t = exp(s_t - m), m = max_t s_t, t ascending;

@@ -128,7 +128,7 @@ mutant compress impl-capacity-one-short impl/compress_plan.hpp \
 mutant compress math-denominator-counts-positions impl/compress_math.hpp 's|    den += e;|    den += 1.0f;|'
 mutant compress math-exp-drops-ln2-low-part impl/compress_math.hpp 's|  f = fmaf(k, 2.12194440e-4f, f);||'
 mutant compress math-exp-rounds-the-product-twice impl/compress_math.hpp \
-  's|  const float k = fmaf(x, 1.44269504088896341f, kRound) - kRound;|  const float k = (x * 1.44269504088896341f + kRound) - kRound;|'
+  's|  const float t = fmaf(xc, 1.44269504088896341f, kRound);|  const float t = xc * 1.44269504088896341f + kRound;|'
 mutant compress cpu-exp8-k-minus-150-scaled-once impl/cpu/compress.cpp \
   's|_mm256_cmpgt_epi32(ki, _mm256_set1_epi32(-150))|_mm256_cmpgt_epi32(ki, _mm256_set1_epi32(-151))|'
 mutant compress cpu-bf16-eight-lanes-packed-wrong impl/cpu/compress.cpp \
