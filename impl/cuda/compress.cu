@@ -1,3 +1,4 @@
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +20,10 @@ using impl::Step;
 constexpr unsigned long long kNoError = kNoRefusal;
 constexpr unsigned long long kRingBit = 1ull << 63;  // a refusal naming a ring index
 constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
+// Prefill at r = 2 streams its (row, chunk) items through shared memory, this many
+// stages deep (48 KiB a block: 3 x 4 loads of 16 bytes x 256 threads)
+constexpr bool kStreamPairs = true;
+constexpr unsigned kStreamStages = 3;
 // The row kernels load a row's next 128 channels while computing the current ones:
 // with one chunk's loads in flight per warp the prefill rows kernel ran at 54% of
 // DRAM bandwidth. Measured on the H200 (docs/performance.md, seventh session): the
@@ -100,6 +105,32 @@ __device__ inline bool all_finite(const float4& x) {
 
 __device__ inline float component(const float4& x, int k) { return k == 0 ? x.x : k == 1 ? x.y : k == 2 ? x.z : x.w; }
 
+// Channels d .. d+3 of a group's row from its R positions' scores s and latents v
+// (16-byte loads, position t read at in[t]): every non-finite value reported, the
+// four bf16 written.
+template <int R>
+__device__ void channel_quad(const float4 (&s)[R], const float4 (&v)[R], const Input (&in)[R], unsigned d, unsigned D,
+                             unsigned long long* error, std::uint16_t* out) {
+  bool finite = true;
+#pragma unroll
+  for (int t = 0; t < R; ++t) finite = finite && all_finite(s[t]) && all_finite(v[t]);
+  if (!finite)
+    for (int t = 0; t < R; ++t)
+      for (unsigned c = 0; c < 4; ++c) {
+        if (!isfinite(component(s[t], int(c)))) report(error, in[t].index + d + c);
+        if (!isfinite(component(v[t], int(c)))) report(error, in[t].index + D + d + c);
+      }
+  std::uint16_t z[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const auto score = [&](int t) { return component(s[t], c); };
+    const auto value = [&](int t) { return component(v[t], c); };
+    if constexpr (R == 2) z[c] = impl::bf16_nearest(impl::gated_mean_pair(score(0), score(1), value(0), value(1)));
+    else z[c] = impl::bf16_nearest(impl::gated_mean(score, value, R));
+  }
+  *reinterpret_cast<uint2*>(out + d) = make_uint2(z[0] | unsigned(z[1]) << 16, z[2] | unsigned(z[3]) << 16);
+}
+
 // One completed group's row, a warp's lanes over the channels. R in {1, 2, 4}:
 // channels 4 at a time from 16-byte loads, the group in registers; R = 0: any
 // ratio, one channel at a time. Every non-finite value read is reported.
@@ -134,24 +165,7 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
       for (int k = 0; k < kQuads; ++k) {
         const unsigned d = base + 128 * k;
         if (d >= D) break;
-        bool finite = true;
-#pragma unroll
-        for (int t = 0; t < R; ++t) finite = finite && all_finite(s[k][t]) && all_finite(v[k][t]);
-        if (!finite)
-          for (int t = 0; t < R; ++t)
-            for (unsigned c = 0; c < 4; ++c) {
-              if (!isfinite(component(s[k][t], int(c)))) report(error, in[t].index + d + c);
-              if (!isfinite(component(v[k][t], int(c)))) report(error, in[t].index + D + d + c);
-            }
-        std::uint16_t z[4];
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const auto score = [&](int t) { return component(s[k][t], c); };
-          const auto value = [&](int t) { return component(v[k][t], c); };
-          if constexpr (R == 2) z[c] = impl::bf16_nearest(impl::gated_mean_pair(score(0), score(1), value(0), value(1)));
-          else z[c] = impl::bf16_nearest(impl::gated_mean(score, value, R));
-        }
-        *reinterpret_cast<uint2*>(out + d) = make_uint2(z[0] | unsigned(z[1]) << 16, z[2] | unsigned(z[3]) << 16);
+        channel_quad<R>(s[k], v[k], in, d, D, error, out);
       }
       if (kPrefetchNextChunk && R <= 2) {
 #pragma unroll
@@ -177,6 +191,80 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
   }
 }
 
+// Row `row` of request q: its compressed row number j, or -1 for the placeholder of
+// a chunk that completes nothing.
+__device__ std::int64_t row_number(const RequestMeta& q, std::size_t row, std::int64_t r) {
+  const std::int64_t s = q.start, e = q.start + q.tokens;
+  return e / r == s / r ? -1 : s / r + (std::int64_t(row) - q.row_offset);
+}
+
+// Prefill rows [first, last) at r = 2 (16-byte loads) as a stream of (row,
+// 128-channel chunk) items: each lane's four loads of an item are copied into
+// shared memory asynchronously, kStreamStages - 1 items ahead of their
+// arithmetic and across row boundaries. (Loading into registers kept two chunks
+// of one row in flight and started each row cold: 55% of DRAM bandwidth with the
+// issue slots half idle.) A lane reads back only what it copied: no barrier.
+using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
+__device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::size_t first, std::size_t last,
+                             const float* projected, const float* ring, const Geometry& g, std::uint16_t* staged,
+                             std::int32_t* staged_j, unsigned long long* error, Stages& stage) {
+  if (first >= last) return;
+  const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
+  const auto follow = [&](std::size_t& i, std::size_t row) {
+    while (i + 1 < n && std::size_t(requests[i + 1].row_offset) <= row) ++i;
+  };
+  std::size_t ask_row = first, ask_request = find_request(requests, n, first, [](const RequestMeta& m) {
+    return m.row_offset;
+  });
+  std::size_t use_row = first, use_request = ask_request;
+  unsigned ask_chunk = 0, use_chunk = 0;
+  // a row's inputs found once, at its first chunk (a search per item cost a third
+  // more instructions)
+  const float* ask_at[2] = {nullptr, nullptr};
+  Input use_in[2] = {};
+  std::int64_t use_j = -1;
+  const auto ask = [&](unsigned u) {  // the next item's loads into stage u, then a commit (empty past the end)
+    if (ask_row < last) {
+      if (ask_chunk == 0) {
+        follow(ask_request, ask_row);
+        const RequestMeta q = requests[ask_request];
+        const std::int64_t j = row_number(q, ask_row, 2);
+        ask_at[0] = j < 0 ? nullptr : input_of(q, 2 * j, projected, ring, g).at;
+        ask_at[1] = j < 0 ? nullptr : input_of(q, 2 * j + 1, projected, ring, g).at;
+      }
+      const unsigned d = 4 * lane + 128 * ask_chunk;
+      if (ask_at[0] != nullptr && d < D)
+        for (int t = 0; t < 2; ++t) {
+          __pipeline_memcpy_async(&stage[u][2 * t][slot], ask_at[t] + d, 16);
+          __pipeline_memcpy_async(&stage[u][2 * t + 1][slot], ask_at[t] + D + d, 16);
+        }
+      if (++ask_chunk == chunks) ask_chunk = 0, ++ask_row;
+    }
+    __pipeline_commit();
+  };
+  for (unsigned k = 0; k + 1 < kStreamStages; ++k) ask(k);
+  for (unsigned k = 0; use_row < last; ++k) {
+    ask((k + kStreamStages - 1) % kStreamStages);
+    if (use_chunk == 0) {
+      follow(use_request, use_row);
+      const RequestMeta q = requests[use_request];
+      use_j = row_number(q, use_row, 2);
+      if (lane == 0) staged_j[use_row] = std::int32_t(use_j);
+      if (use_j >= 0)
+        use_in[0] = input_of(q, 2 * use_j, projected, ring, g), use_in[1] = input_of(q, 2 * use_j + 1, projected, ring, g);
+    }
+    __pipeline_wait_prior(kStreamStages - 1);  // item k's copies landed
+    std::uint16_t* out = staged + use_row * D;
+    const unsigned d = 4 * lane + 128 * use_chunk, u = k % kStreamStages;
+    if (d < D && use_j < 0) *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
+    if (d < D && use_j >= 0) {
+      const float4 sc[2] = {stage[u][0][slot], stage[u][2][slot]}, la[2] = {stage[u][1][slot], stage[u][3][slot]};
+      channel_quad<2>(sc, la, use_in, d, D, error, out);
+    }
+    if (++use_chunk == chunks) use_chunk = 0, ++use_row;
+  }
+}
+
 // Prefill, pass 1 (reads, writes only the staging buffer): output row x into
 // `staged` and its row number j (-1: placeholder) into `staged_j`, then each
 // request's pending positions, the ones no row reads. So every input the step
@@ -187,18 +275,24 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_
                              std::int32_t* staged_j, unsigned long long* error) {
   const unsigned lane = threadIdx.x % 32;
   const std::int64_t r = g.ratio;
-  for_each_item(requests, request_count, row_count, [](const RequestMeta& m) { return m.row_offset; },
-                [&](const RequestMeta& q, std::size_t row) {
-                  const std::int64_t s = q.start, e = q.start + q.tokens;
-                  const std::int64_t j = e / r == s / r ? -1 : s / r + (std::int64_t(row) - q.row_offset);
-                  if (lane == 0) staged_j[row] = std::int32_t(j);
-                  std::uint16_t* out = staged + row * g.dim;
-                  if (j < 0) {
-                    for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
-                  } else {
-                    group_row<R>(q, j, projected, ring, g, error, out, lane);
-                  }
-                });
+  if constexpr (R == 2 && kStreamPairs) {
+    __shared__ Stages stage;
+    const std::size_t warps = warp_count(), share = (row_count + warps - 1) / warps, first = warp_id() * share;
+    stream_pairs(requests, request_count, first, first + share < row_count ? first + share : row_count, projected,
+                 ring, g, staged, staged_j, error, stage);
+  } else {
+    for_each_item(requests, request_count, row_count, [](const RequestMeta& m) { return m.row_offset; },
+                  [&](const RequestMeta& q, std::size_t row) {
+                    const std::int64_t j = row_number(q, row, r);
+                    if (lane == 0) staged_j[row] = std::int32_t(j);
+                    std::uint16_t* out = staged + row * g.dim;
+                    if (j < 0) {
+                      for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
+                    } else {
+                      group_row<R>(q, j, projected, ring, g, error, out, lane);
+                    }
+                  });
+  }
   for (std::size_t i = warp_id(); i < request_count; i += warp_count()) {
     const RequestMeta q = requests[i];
     const std::int64_t e = q.start + q.tokens, first = e / r * r > q.start ? e / r * r : q.start;
