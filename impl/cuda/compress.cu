@@ -24,10 +24,11 @@ constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output ro
 // stages deep (48 KiB a block: 3 x 4 loads of 16 bytes x 256 threads)
 constexpr bool kStreamPairs = true;
 constexpr unsigned kStreamStages = 3;
-// The row kernels load a row's next 128 channels while computing the current ones:
-// with one chunk's loads in flight per warp the prefill rows kernel ran at 54% of
-// DRAM bandwidth. Measured on the H200 (docs/performance.md, seventh session): the
-// queued prefill 8 x 512 call 17.0 -> 15.0 us, 64 x 512 79 -> 76-77 us.
+// Where rows are read into registers (decode; prefill at r = 1), a row's next 128
+// channels load while the current ones are computed: with one chunk's loads in
+// flight per warp the prefill rows kernel ran at 54% of DRAM bandwidth; the
+// prefetch took the queued prefill 8 x 512 call from 17.0 to 15.0 us and decode
+// 4096 x 6 from 145 to 141 us on the H200 (docs/performance.md, seventh session).
 constexpr bool kPrefetchNextChunk = true;
 constexpr int kRowBlocksPerSm = kPrefetchNextChunk ? 4 : 5;  // 64 registers for the second chunk
 
