@@ -3,8 +3,9 @@
 // call (metadata upload, validation, verdict, kernels), the queued call back to
 // back (its verdict left on the device) and the queued call in a CUDA graph,
 // against a device copy of the projected input in the same run (SPEC section 4:
-// at least 70% of copy bandwidth). Effective bandwidth counts the bytes the step must move: projected
-// read, rows written, ring entries read and written. Checked against the CPU first.
+// at least 70% of copy bandwidth). Effective bandwidth counts the bytes the step
+// must move: projected read, rows written, ring entries read and written. Checked
+// against the CPU first.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -135,6 +136,7 @@ int main(int argc, char** argv) {
     cudaFree(d_positions);
     cudaFree(d_verdict);
   }
+  cudaStreamDestroy(stream);
   std::printf(ok ? "compress_bench_cuda: GPU rows and ring matched the CPU backend\n"
                  : "compress_bench_cuda: FAILED correctness check\n");
   return ok ? 0 : 1;
