@@ -14,6 +14,7 @@
 #include "props/support/property.hpp"
 #ifdef AETHER_HAVE_CUDA
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "impl/cuda/compress.hpp"
@@ -412,6 +413,38 @@ TEST(CompressCuda, queued_calls_back_to_back_equal_the_cpu) {
 #endif
 }
 
+#ifdef AETHER_HAVE_CUDA
+// The calls `queue` makes on a stream of its own, captured into an instantiated
+// CUDA graph; ok() is false if a call or the capture failed.
+class CapturedCalls {
+ public:
+  explicit CapturedCalls(const std::function<bool(cudaStream_t)>& queue) {
+    if (cudaStreamCreate(&stream_) != cudaSuccess ||
+        cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) != cudaSuccess)
+      return;
+    const bool queued = queue(stream_);
+    cudaGraph_t graph;
+    if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) return;
+    ok_ = queued && cudaGraphInstantiate(&exec_, graph, 0) == cudaSuccess;
+    cudaGraphDestroy(graph);
+  }
+  CapturedCalls(const CapturedCalls&) = delete;
+  CapturedCalls& operator=(const CapturedCalls&) = delete;
+  ~CapturedCalls() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  bool ok() const { return ok_; }
+  cudaStream_t stream() const { return stream_; }
+  bool replay() { return cudaGraphLaunch(exec_, stream_) == cudaSuccess && cudaStreamSynchronize(stream_) == cudaSuccess; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  bool ok_ = false;
+};
+#endif
+
 // A prefill and a decode step queued while a stream is captured into a CUDA graph,
 // then the graph replayed twice: before each replay the ring is reset, `projected`
 // refilled with new values and two calls of other requests run eagerly (they take
@@ -440,21 +473,17 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
       positions_prefill{std::vector<std::int32_t>(prefill_rows)}, index_decode{std::vector<std::int32_t>(decode_rows)},
       positions_decode{std::vector<std::int32_t>(decode_rows)};
   props::DeviceBuffer<cuda::DeviceVerdict> verdicts{std::vector<cuda::DeviceVerdict>(2)};
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  const bool queued =
-      cuda::enqueue_compress_prefill(prefill, in_prefill.span(), ring.span(), shape, rows_prefill.span(),
-                                     index_prefill.span(), positions_prefill.span(), verdicts.span().data(), stream)
-          .ok() &&
-      cuda::enqueue_compress_decode(decode, in_decode.span(), ring.span(), shape, rows_decode.span(),
-                                    index_decode.span(), positions_decode.span(), verdicts.span().data() + 1, stream)
-          .ok();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  ASSERT_TRUE(queued);
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  CapturedCalls graph([&](cudaStream_t stream) {
+    return cuda::enqueue_compress_prefill(prefill, in_prefill.span(), ring.span(), shape, rows_prefill.span(),
+                                          index_prefill.span(), positions_prefill.span(), verdicts.span().data(),
+                                          stream)
+               .ok() &&
+           cuda::enqueue_compress_decode(decode, in_decode.span(), ring.span(), shape, rows_decode.span(),
+                                         index_decode.span(), positions_decode.span(), verdicts.span().data() + 1,
+                                         stream)
+               .ok();
+  });
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 2; ++replay) {
     // other requests, eagerly, through both scratch buffers
     for (int other = 0; other < 2; ++other) {
@@ -463,16 +492,15 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
       props::DeviceBuffer<std::uint16_t> out{std::vector<std::uint16_t>(2 * shape.dim)};
       props::DeviceBuffer<std::int32_t> idx{std::vector<std::int32_t>(2)}, pos{std::vector<std::int32_t>(2)};
       ASSERT_TRUE(cuda::enqueue_compress_prefill(them, in.span(), ring_other.span(), shape, out.span(), idx.span(),
-                                                 pos.span(), verdicts.span().data(), stream)
+                                                 pos.span(), verdicts.span().data(), graph.stream())
                       .ok());
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(graph.stream()), cudaSuccess);
     }
     const std::vector<float> a = random(14 * width), b = random(8 * width);
     ASSERT_EQ(cudaMemcpy(in_prefill.span().data(), a.data(), a.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(in_decode.span().data(), b.data(), b.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(ring.span().data(), ring0.data(), ring0.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    ASSERT_TRUE(graph.replay());
     std::vector<float> cpu_ring = ring0;
     std::vector<std::uint16_t> want_prefill(prefill_rows * shape.dim), want_decode(decode_rows * shape.dim);
     std::vector<std::int32_t> i1(prefill_rows), p1(prefill_rows), i2(decode_rows), p2(decode_rows);
@@ -490,9 +518,6 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
     EXPECT_EQ(got_decode, want_decode) << "replay " << replay;
     EXPECT_EQ(std::memcmp(got_ring.data(), cpu_ring.data(), cpu_ring.size() * 4), 0) << "replay " << replay;
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
@@ -521,19 +546,13 @@ TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
   props::DeviceBuffer<std::uint16_t> d_rows{std::vector<std::uint16_t>(rows * 4)};
   props::DeviceBuffer<std::int32_t> d_index{std::vector<std::int32_t>(rows)}, d_positions{std::vector<std::int32_t>(rows)};
   props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  const bool queued = cuda::enqueue_compress_prefill(requests, d_in.span(), d_ring.span(), shape, d_rows.span(),
-                                                     d_index.span(), d_positions.span(), verdict.span().data(), stream)
-                          .ok();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  ASSERT_TRUE(queued);
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  CapturedCalls graph([&](cudaStream_t stream) {
+    return cuda::enqueue_compress_prefill(requests, d_in.span(), d_ring.span(), shape, d_rows.span(), d_index.span(),
+                                          d_positions.span(), verdict.span().data(), stream)
+        .ok();
+  });
+  ASSERT_TRUE(graph.ok());
+  ASSERT_TRUE(graph.replay());
   std::vector<std::uint16_t> want(rows * 4), got(rows * 4);
   std::vector<std::int32_t> index(rows), positions(rows), got_positions(rows);
   ASSERT_TRUE(cpu::compress_prefill(requests, projected, ring, shape, want, index, positions).ok());
@@ -544,9 +563,6 @@ TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
   EXPECT_TRUE(cuda::compress_verdict(v[0]).ok());
   EXPECT_EQ(got, want);
   EXPECT_EQ(got_positions, positions);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
