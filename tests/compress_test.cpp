@@ -648,6 +648,57 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
 #endif
 }
 
+// Every kernel path at D 512 against the CPU: prefill and a decode step of 6 at
+// r = 1 and 2 (registers, the next 128 or 256 channels loaded during the current
+// ones; prefill at 2 streams), r = 4 (registers) and r = 3 (one channel at a time),
+// 16 requests each from starts that read old positions from the ring.
+TEST(CompressCuda, every_ratio_at_d_512_equals_the_cpu) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  std::minstd_rand rng(29);
+  std::uniform_real_distribution<float> uniform(-8.0f, 8.0f);
+  for (const std::int64_t r : {1, 2, 3, 4})
+    for (const bool decode : {false, true}) {
+      const CompressShape shape{r, 512, std::size_t(r + 6 - 1), 16};
+      const std::int32_t tokens = decode ? 6 : 64;
+      std::vector<CompressRequest> requests;
+      for (std::int32_t i = 0; i < 16; ++i) requests.push_back({15 - i, 1001 + i, tokens - i % 2});
+      std::size_t rows = 0, token_count = 0;
+      for (const auto& q : requests) {
+        rows += decode ? std::size_t(q.tokens) : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / r - q.start / r));
+        token_count += std::size_t(q.tokens);
+      }
+      std::vector<float> projected(token_count * 2 * shape.dim), ring(shape.state_slots * shape.ring * 2 * shape.dim);
+      for (float& x : projected) x = uniform(rng);
+      for (float& x : ring) x = uniform(rng);
+      std::vector<float> cpu_ring = ring;
+      std::vector<std::uint16_t> want(rows * shape.dim), got(want.size(), 0x5a5a);
+      std::vector<std::int32_t> want_index(rows), want_positions(rows), index(rows, 77), positions(rows, 77);
+      const auto cpu_step = decode ? cpu::compress_decode : cpu::compress_prefill;
+      ASSERT_TRUE(cpu_step(requests, projected, cpu_ring, shape, want, want_index, want_positions).ok());
+      props::DeviceBuffer<float> d_in{std::span<const float>(projected)}, d_ring{std::span<const float>(ring)};
+      props::DeviceBuffer<std::uint16_t> d_out{std::span<const std::uint16_t>(got)};
+      props::DeviceBuffer<std::int32_t> d_index{std::span<const std::int32_t>(index)},
+          d_positions{std::span<const std::int32_t>(positions)};
+      const auto gpu_step = decode ? cuda::compress_decode : cuda::compress_prefill;
+      ASSERT_TRUE(gpu_step(requests, d_in.span(), d_ring.span(), shape, d_out.span(), d_index.span(),
+                           d_positions.span(), nullptr)
+                      .ok());
+      d_ring.download(ring);
+      d_out.download(got);
+      d_index.download(index);
+      d_positions.download(positions);
+      const std::string call = (decode ? "decode at r " : "prefill at r ") + std::to_string(r);
+      EXPECT_TRUE(got == want) << call << ": rows differ";
+      EXPECT_EQ(index, want_index) << call;
+      EXPECT_EQ(positions, want_positions) << call;
+      EXPECT_EQ(std::memcmp(ring.data(), cpu_ring.data(), ring.size() * 4), 0) << call;
+    }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Compress, ::testing::Values("cpu", "cuda", "cuda_queued"),
                          [](const auto& info) { return info.param; });
 
