@@ -648,18 +648,20 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
 #endif
 }
 
-// Every kernel path at D 512 against the CPU: prefill and a decode step of 6 at
+// Every kernel path against the CPU: prefill and a decode step of 6 at D 512 and
 // r = 1 and 2 (registers, the next 128 or 256 channels loaded during the current
-// ones; prefill at 2 streams), r = 4 (registers) and r = 3 (one channel at a time),
-// 16 requests each from starts that read old positions from the ring.
+// ones; prefill at 2 copies rows in bulk into shared memory), r = 4 (registers)
+// and r = 3 (one channel at a time), and r = 2 at D 1024 (a row too large for a
+// prefill stage: registers); 16 requests each from starts that read old positions
+// from the ring.
 TEST(CompressCuda, every_ratio_at_d_512_equals_the_cpu) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   std::minstd_rand rng(29);
   std::uniform_real_distribution<float> uniform(-8.0f, 8.0f);
-  for (const std::int64_t r : {1, 2, 3, 4})
+  for (const auto& [r, dim] : {std::pair<std::int64_t, std::size_t>{1, 512}, {2, 512}, {2, 1024}, {3, 512}, {4, 512}})
     for (const bool decode : {false, true}) {
-      const CompressShape shape{r, 512, std::size_t(r + 6 - 1), 16};
+      const CompressShape shape{r, dim, std::size_t(r + 6 - 1), 16};
       const std::int32_t tokens = decode ? 6 : 64;
       std::vector<CompressRequest> requests;
       for (std::int32_t i = 0; i < 16; ++i) requests.push_back({15 - i, 1001 + i, tokens - i % 2});
@@ -688,7 +690,7 @@ TEST(CompressCuda, every_ratio_at_d_512_equals_the_cpu) {
       d_out.download(got);
       d_index.download(index);
       d_positions.download(positions);
-      const std::string call = (decode ? "decode at r " : "prefill at r ") + std::to_string(r);
+      const std::string call = (decode ? "decode at r " : "prefill at r ") + std::to_string(r) + ", D " + std::to_string(dim);
       EXPECT_TRUE(got == want) << call << ": rows differ";
       EXPECT_EQ(index, want_index) << call;
       EXPECT_EQ(positions, want_positions) << call;
