@@ -20,9 +20,10 @@ using impl::Step;
 constexpr unsigned long long kNoError = kNoRefusal;
 constexpr unsigned long long kRingBit = 1ull << 63;  // a refusal naming a ring index
 constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
-// Prefill at r = 2: blocks of kPairWarps warps, each with kPairStages rows in
-// flight (at D 512, 8 KiB a row: 192 KiB a block, one block per SM)
-constexpr unsigned kPairWarps = 8, kPairStages = 3;
+// Prefill at r = 2: blocks of kPairWarps warps in groups of kPairGroupWarps, each
+// group with kPairStages rows in flight (at D 512, 8 KiB a row: 192 KiB a block,
+// one block per SM)
+constexpr unsigned kPairWarps = 32, kPairGroupWarps = 4, kPairStages = 3;
 // Where rows are read into registers (decode; prefill at r = 1), a row's next 128
 // channels load while the current ones are computed: with one chunk's loads in
 // flight per warp the prefill rows kernel ran at 54% of DRAM bandwidth; the
@@ -215,27 +216,33 @@ __device__ void check_pending(const RequestMeta* requests, std::size_t n, const 
 }
 
 // Prefill at r = 2, pass 1, where a row's two positions (2 x 2D floats) fit a
-// stage of shared memory: each warp walks its consecutive rows, lane 0 filling
-// kPairStages stages ahead with bulk copies (TMA, one per position, completing on
-// the stage's barrier), the lanes computing from shared memory. (16-byte copies
-// per lane, 3 stages of 128 channels a warp, ran the kernel at 58% of DRAM
-// bandwidth, bounded by the bytes a block could keep in flight.)
+// stage of shared memory: a block's warps in groups of kPairGroupWarps, each
+// group walking its consecutive rows, its leader filling kPairStages stages ahead
+// with bulk copies (TMA, one per position, completing on the stage's barrier),
+// each warp of the group computing 128 of every kPairGroupWarps x 128 channels
+// from shared memory. (16-byte copies per lane, 3 stages of 128 channels a warp,
+// ran the kernel at 58% of DRAM bandwidth; a warp per row with its own stages
+// left too few warps per SM to hide the arithmetic: 39%.)
 __global__ void __launch_bounds__(32 * kPairWarps, 1)
     prefill_pairs(const RequestMeta* requests, std::size_t request_count, std::size_t row_count,
                   const float* projected, const float* ring, Geometry g, std::uint16_t* staged,
                   std::int32_t* staged_j, unsigned long long* error) {
   namespace ptx = ::cuda::ptx;
-  extern __shared__ float4 stages[];  // [warp][stage][position][2D floats]
-  __shared__ std::uint64_t filled[kPairWarps][kPairStages];
-  const unsigned lane = threadIdx.x % 32, w = threadIdx.x / 32, D = g.dim, width = g.width;
-  float* mine = reinterpret_cast<float*>(stages) + std::size_t(w) * kPairStages * 2 * width;
-  std::uint64_t* full = filled[w];
-  if (lane == 0) {
+  constexpr unsigned kGroups = kPairWarps / kPairGroupWarps, kGroupThreads = 32 * kPairGroupWarps;
+  extern __shared__ float4 stages[];  // [group][stage][position][2D floats]
+  __shared__ std::uint64_t filled[kGroups][kPairStages];
+  const unsigned lane = threadIdx.x % 32, group = threadIdx.x / kGroupThreads, D = g.dim, width = g.width;
+  const unsigned member = threadIdx.x / 32 % kPairGroupWarps;
+  const bool leader = threadIdx.x % kGroupThreads == 0;
+  float* mine = reinterpret_cast<float*>(stages) + std::size_t(group) * kPairStages * 2 * width;
+  std::uint64_t* full = filled[group];
+  if (leader) {
     for (unsigned s = 0; s < kPairStages; ++s) ptx::mbarrier_init(&full[s], 1);
     ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
   }
-  __syncwarp();
-  const std::size_t warps = warp_count(), share = (row_count + warps - 1) / warps, first = warp_id() * share;
+  __syncthreads();
+  const std::size_t groups = std::size_t(gridDim.x) * kGroups, share = (row_count + groups - 1) / groups;
+  const std::size_t first = (std::size_t(blockIdx.x) * kGroups + group) * share;
   const std::size_t last = first + share < row_count ? first + share : row_count;
   if (first < last) {
     const auto follow = [&](std::size_t& i, std::size_t row) {
@@ -247,11 +254,10 @@ __global__ void __launch_bounds__(32 * kPairWarps, 1)
     });
     std::size_t use_request = ask_request;
     const auto ask = [&](unsigned s) {  // the next row's positions into stage s (a placeholder: an arrival)
-      if (ask_row >= last) return;
+      if (!leader || ask_row >= last) return;
       follow(ask_request, ask_row);
       const RequestMeta q = requests[ask_request];
       const std::int64_t j = row_number(q, ask_row++, 2);
-      if (lane != 0) return;
       if (j < 0) {
         ptx::mbarrier_arrive(&full[s]);
         return;
@@ -267,14 +273,14 @@ __global__ void __launch_bounds__(32 * kPairWarps, 1)
       follow(use_request, use_row);
       const RequestMeta q = requests[use_request];
       const std::int64_t j = row_number(q, use_row, 2);
-      if (lane == 0) staged_j[use_row] = std::int32_t(j);
+      if (leader) staged_j[use_row] = std::int32_t(j);
       std::uint16_t* out = staged + use_row * D;
       const Input in[2] = {j < 0 ? Input{} : input_of(q, 2 * j, projected, ring, g),
                            j < 0 ? Input{} : input_of(q, 2 * j + 1, projected, ring, g)};
       while (!ptx::mbarrier_try_wait_parity(&full[s], std::uint32_t(k / kPairStages % 2))) {
       }
       const float4* at = reinterpret_cast<const float4*>(mine + 2 * s * width);
-      for (unsigned d = 4 * lane; d < D; d += 128) {
+      for (unsigned d = 4 * lane + 128 * member; d < D; d += 128 * kPairGroupWarps) {
         if (j < 0) {
           *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
           continue;
@@ -282,8 +288,9 @@ __global__ void __launch_bounds__(32 * kPairWarps, 1)
         const float4 sc[2] = {at[d / 4], at[(width + d) / 4]}, la[2] = {at[(D + d) / 4], at[(width + D + d) / 4]};
         channel_quad<2>(sc, la, in, d, D, error, out);
       }
-      __syncwarp();  // every lane's reads of stage s done before it is refilled
-      if (lane == 0) ptx::fence_proxy_async(ptx::space_shared);
+      // every read of stage s done before it is refilled (a named barrier per group)
+      asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "r"(kGroupThreads) : "memory");
+      if (leader) ptx::fence_proxy_async(ptx::space_shared);
       ask(s);
     }
   }
@@ -497,11 +504,12 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
                    static_cast<const unsigned long long*>(word));
       });
   } else {
-    const std::size_t pair_bytes = std::size_t(kPairWarps) * kPairStages * 2 * g.width * 4;
+    const std::size_t pair_bytes = std::size_t(kPairWarps / kPairGroupWarps) * kPairStages * 2 * g.width * 4;
     const std::size_t pair_blocks =
         R == 2 ? resident_blocks(reinterpret_cast<const void*>(prefill_pairs), int(32 * kPairWarps), pair_bytes) : 0;
     if (pair_blocks > 0) {
-      prefill_pairs<<<grid_for(plan.rows, kPairWarps, pair_blocks), 32 * kPairWarps, pair_bytes, stream>>>(
+      prefill_pairs<<<grid_for(plan.rows, kPairWarps / kPairGroupWarps, pair_blocks), 32 * kPairWarps, pair_bytes,
+                      stream>>>(
           d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, word);
     } else {  // a row's inputs larger than a stage can hold (D past about 580), or no 16-byte path
       with_ratio(R, [&](auto r) {
