@@ -145,8 +145,7 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # 16-byte group reports, the rows computed with the previous chunk's latents (the
 # prefetched ones dropped), a call captured in a graph copying its requests from the
 # pinned mirror later calls reuse (or storing only the first piece of them), the
-# bulk-copied pair rows reading the stage after their own or copying a row's first
-# position twice; the bits the top-k's
+# streamed pair rows reading the stage after their own; the bits the top-k's
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
 # appends one place off, rows left to the one-block method not counted, a queued
@@ -167,10 +166,8 @@ cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device
   's|  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve);||'
 cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
   's|  for (std::size_t at = 0; at < bytes; at += sizeof piece.words) {|  for (std::size_t at = 0; at == 0; at += sizeof piece.words) {|'
-cuda_mutant compress cuda-pairs-read-the-next-stage impl/cuda/compress.cu \
-  's|const float4\* at = reinterpret_cast<const float4\*>(mine + 2 \* s \* width);|const float4* at = reinterpret_cast<const float4*>(mine + 2 * ((s + 1) % kPairStages) * width);|'
-cuda_mutant compress cuda-pairs-copy-the-first-position-twice impl/cuda/compress.cu \
-  's|input_of(q, 2 \* j + t, projected, ring, g).at, width \* 4, &full\[s\]);|input_of(q, 2 * j, projected, ring, g).at, width * 4, \&full[s]);|'
+cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress.cu \
+  's|const unsigned d = 4 \* lane + 128 \* use_chunk, u = k % kStreamStages;|const unsigned d = 4 * lane + 128 * use_chunk, u = (k + 1) % kStreamStages;|'
 cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress.cu \
   's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once.cu \

@@ -650,10 +650,9 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
 
 // Every kernel path against the CPU: prefill and a decode step of 6 at D 512 and
 // r = 1 and 2 (registers, the next 128 or 256 channels loaded during the current
-// ones; prefill at 2 copies rows in bulk into shared memory), r = 4 (registers)
-// and r = 3 (one channel at a time), and r = 2 at D 1024 (a row too large for a
-// prefill stage: registers); 16 requests each from starts that read old positions
-// from the ring.
+// ones; prefill at 2 streams), r = 4 (registers) and r = 3 (one channel at a time),
+// and r = 2 at D 1024 (eight streamed chunks a row); 16 requests each from starts
+// that read old positions from the ring.
 TEST(CompressCuda, every_ratio_at_d_512_equals_the_cpu) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";

@@ -1,4 +1,4 @@
-#include <cuda/ptx>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,10 +20,10 @@ using impl::Step;
 constexpr unsigned long long kNoError = kNoRefusal;
 constexpr unsigned long long kRingBit = 1ull << 63;  // a refusal naming a ring index
 constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
-// Prefill at r = 2: blocks of kPairWarps warps in groups of kPairGroupWarps, each
-// group with kPairStages rows in flight (at D 512, 8 KiB a row: 192 KiB a block,
-// one block per SM)
-constexpr unsigned kPairWarps = 32, kPairGroupWarps = 4, kPairStages = 3;
+// Prefill at r = 2 streams its (row, chunk) items through shared memory, this many
+// stages deep (48 KiB a block: 3 x 4 loads of 16 bytes x 256 threads)
+constexpr bool kStreamPairs = true;
+constexpr unsigned kStreamStages = 3;
 // Where rows are read into registers (decode; prefill at r = 1), a row's next 128
 // channels load while the current ones are computed: with one chunk's loads in
 // flight per warp the prefill rows kernel ran at 54% of DRAM bandwidth; the
@@ -199,102 +199,71 @@ __device__ std::int64_t row_number(const RequestMeta& q, std::size_t row, std::i
   return e / r == s / r ? -1 : s / r + (std::int64_t(row) - q.row_offset);
 }
 
-// Each request's pending positions (the ones no row reads), a warp per request:
-// every input a prefill reads is checked where it is read.
-__device__ void check_pending(const RequestMeta* requests, std::size_t n, const float* projected, const Geometry& g,
-                              unsigned long long* error) {
-  const unsigned lane = threadIdx.x % 32;
-  const std::int64_t r = g.ratio;
-  for (std::size_t i = warp_id(); i < n; i += warp_count()) {
-    const RequestMeta q = requests[i];
-    const std::int64_t e = q.start + q.tokens, first = e / r * r > q.start ? e / r * r : q.start;
-    const std::size_t from = std::size_t(q.token_offset + first - q.start) * g.width;
-    const std::size_t to = std::size_t(q.token_offset + q.tokens) * g.width;
-    for (std::size_t k = from + lane; k < to; k += 32)
-      if (!isfinite(projected[k])) report(error, k);
-  }
-}
-
-// Prefill at r = 2, pass 1, where a row's two positions (2 x 2D floats) fit a
-// stage of shared memory: a block's warps in groups of kPairGroupWarps, each
-// group walking its consecutive rows, its leader filling kPairStages stages ahead
-// with bulk copies (TMA, one per position, completing on the stage's barrier),
-// each warp of the group computing 128 of every kPairGroupWarps x 128 channels
-// from shared memory. (16-byte copies per lane, 3 stages of 128 channels a warp,
-// ran the kernel at 58% of DRAM bandwidth; a warp per row with its own stages
-// left too few warps per SM to hide the arithmetic: 39%.)
-__global__ void __launch_bounds__(32 * kPairWarps, 1)
-    prefill_pairs(const RequestMeta* requests, std::size_t request_count, std::size_t row_count,
-                  const float* projected, const float* ring, Geometry g, std::uint16_t* staged,
-                  std::int32_t* staged_j, unsigned long long* error) {
-  namespace ptx = ::cuda::ptx;
-  constexpr unsigned kGroups = kPairWarps / kPairGroupWarps, kGroupThreads = 32 * kPairGroupWarps;
-  extern __shared__ float4 stages[];  // [group][stage][position][2D floats]
-  __shared__ std::uint64_t filled[kGroups][kPairStages];
-  const unsigned lane = threadIdx.x % 32, group = threadIdx.x / kGroupThreads, D = g.dim, width = g.width;
-  const unsigned member = threadIdx.x / 32 % kPairGroupWarps;
-  const bool leader = threadIdx.x % kGroupThreads == 0;
-  float* mine = reinterpret_cast<float*>(stages) + std::size_t(group) * kPairStages * 2 * width;
-  std::uint64_t* full = filled[group];
-  if (leader) {
-    for (unsigned s = 0; s < kPairStages; ++s) ptx::mbarrier_init(&full[s], 1);
-    ptx::fence_mbarrier_init(ptx::sem_release, ptx::scope_cluster);
-  }
-  __syncthreads();
-  const std::size_t groups = std::size_t(gridDim.x) * kGroups, share = (row_count + groups - 1) / groups;
-  const std::size_t first = (std::size_t(blockIdx.x) * kGroups + group) * share;
-  const std::size_t last = first + share < row_count ? first + share : row_count;
-  if (first < last) {
-    const auto follow = [&](std::size_t& i, std::size_t row) {
-      while (i + 1 < request_count && std::size_t(requests[i + 1].row_offset) <= row) ++i;
-    };
-    std::size_t ask_row = first, use_row = first;
-    std::size_t ask_request = find_request(requests, request_count, first, [](const RequestMeta& m) {
-      return m.row_offset;
-    });
-    std::size_t use_request = ask_request;
-    const auto ask = [&](unsigned s) {  // the next row's positions into stage s (a placeholder: an arrival)
-      if (!leader || ask_row >= last) return;
-      follow(ask_request, ask_row);
-      const RequestMeta q = requests[ask_request];
-      const std::int64_t j = row_number(q, ask_row++, 2);
-      if (j < 0) {
-        ptx::mbarrier_arrive(&full[s]);
-        return;
+// Prefill rows [first, last) at r = 2 (16-byte loads) as a stream of (row,
+// 128-channel chunk) items: each lane's four loads of an item are copied into
+// shared memory asynchronously, kStreamStages - 1 items ahead of their
+// arithmetic and across row boundaries. (Loading into registers kept two chunks
+// of one row in flight and started each row cold: 55% of DRAM bandwidth with the
+// issue slots half idle.) A lane reads back only what it copied: no barrier.
+using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
+__device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::size_t first, std::size_t last,
+                             const float* projected, const float* ring, const Geometry& g, std::uint16_t* staged,
+                             std::int32_t* staged_j, unsigned long long* error, Stages& stage) {
+  if (first >= last) return;
+  const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
+  const auto follow = [&](std::size_t& i, std::size_t row) {
+    while (i + 1 < n && std::size_t(requests[i + 1].row_offset) <= row) ++i;
+  };
+  std::size_t ask_row = first, ask_request = find_request(requests, n, first, [](const RequestMeta& m) {
+    return m.row_offset;
+  });
+  std::size_t use_row = first, use_request = ask_request;
+  unsigned ask_chunk = 0, use_chunk = 0;
+  // a row's inputs found once, at its first chunk (a search per item cost a third
+  // more instructions)
+  const float* ask_at[2] = {nullptr, nullptr};
+  Input use_in[2] = {};
+  std::int64_t use_j = -1;
+  const auto ask = [&](unsigned u) {  // the next item's loads into stage u, then a commit (empty past the end)
+    if (ask_row < last) {
+      if (ask_chunk == 0) {
+        follow(ask_request, ask_row);
+        const RequestMeta q = requests[ask_request];
+        const std::int64_t j = row_number(q, ask_row, 2);
+        ask_at[0] = j < 0 ? nullptr : input_of(q, 2 * j, projected, ring, g).at;
+        ask_at[1] = j < 0 ? nullptr : input_of(q, 2 * j + 1, projected, ring, g).at;
       }
-      ptx::mbarrier_arrive_expect_tx(ptx::sem_release, ptx::scope_cta, ptx::space_shared, &full[s], 2 * width * 4);
-      for (int t = 0; t < 2; ++t)
-        ptx::cp_async_bulk(ptx::space_cluster, ptx::space_global, mine + (2 * s + t) * width,
-                           input_of(q, 2 * j + t, projected, ring, g).at, width * 4, &full[s]);
-    };
-    for (unsigned s = 0; s < kPairStages; ++s) ask(s);
-    for (std::size_t k = 0; use_row < last; ++k, ++use_row) {
-      const unsigned s = unsigned(k % kPairStages);
+      const unsigned d = 4 * lane + 128 * ask_chunk;
+      if (ask_at[0] != nullptr && d < D)
+        for (int t = 0; t < 2; ++t) {
+          __pipeline_memcpy_async(&stage[u][2 * t][slot], ask_at[t] + d, 16);
+          __pipeline_memcpy_async(&stage[u][2 * t + 1][slot], ask_at[t] + D + d, 16);
+        }
+      if (++ask_chunk == chunks) ask_chunk = 0, ++ask_row;
+    }
+    __pipeline_commit();
+  };
+  for (unsigned k = 0; k + 1 < kStreamStages; ++k) ask(k);
+  for (unsigned k = 0; use_row < last; ++k) {
+    ask((k + kStreamStages - 1) % kStreamStages);
+    if (use_chunk == 0) {
       follow(use_request, use_row);
       const RequestMeta q = requests[use_request];
-      const std::int64_t j = row_number(q, use_row, 2);
-      if (leader) staged_j[use_row] = std::int32_t(j);
-      std::uint16_t* out = staged + use_row * D;
-      const Input in[2] = {j < 0 ? Input{} : input_of(q, 2 * j, projected, ring, g),
-                           j < 0 ? Input{} : input_of(q, 2 * j + 1, projected, ring, g)};
-      while (!ptx::mbarrier_try_wait_parity(&full[s], std::uint32_t(k / kPairStages % 2))) {
-      }
-      const float4* at = reinterpret_cast<const float4*>(mine + 2 * s * width);
-      for (unsigned d = 4 * lane + 128 * member; d < D; d += 128 * kPairGroupWarps) {
-        if (j < 0) {
-          *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
-          continue;
-        }
-        const float4 sc[2] = {at[d / 4], at[(width + d) / 4]}, la[2] = {at[(D + d) / 4], at[(width + D + d) / 4]};
-        channel_quad<2>(sc, la, in, d, D, error, out);
-      }
-      // every read of stage s done before it is refilled (a named barrier per group)
-      asm volatile("bar.sync %0, %1;" ::"r"(group + 1), "r"(kGroupThreads) : "memory");
-      if (leader) ptx::fence_proxy_async(ptx::space_shared);
-      ask(s);
+      use_j = row_number(q, use_row, 2);
+      if (lane == 0) staged_j[use_row] = std::int32_t(use_j);
+      if (use_j >= 0)
+        use_in[0] = input_of(q, 2 * use_j, projected, ring, g), use_in[1] = input_of(q, 2 * use_j + 1, projected, ring, g);
     }
+    __pipeline_wait_prior(kStreamStages - 1);  // item k's copies landed
+    std::uint16_t* out = staged + use_row * D;
+    const unsigned d = 4 * lane + 128 * use_chunk, u = k % kStreamStages;
+    if (d < D && use_j < 0) *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
+    if (d < D && use_j >= 0) {
+      const float4 sc[2] = {stage[u][0][slot], stage[u][2][slot]}, la[2] = {stage[u][1][slot], stage[u][3][slot]};
+      channel_quad<2>(sc, la, use_in, d, D, error, out);
+    }
+    if (++use_chunk == chunks) use_chunk = 0, ++use_row;
   }
-  check_pending(requests, request_count, projected, g, error);
 }
 
 // Prefill, pass 1 (reads, writes only the staging buffer): output row x into
@@ -306,18 +275,33 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_
                              const float* projected, const float* ring, Geometry g, std::uint16_t* staged,
                              std::int32_t* staged_j, unsigned long long* error) {
   const unsigned lane = threadIdx.x % 32;
-  for_each_item(requests, request_count, row_count, [](const RequestMeta& m) { return m.row_offset; },
-                [&](const RequestMeta& q, std::size_t row) {
-                  const std::int64_t j = row_number(q, row, g.ratio);
-                  if (lane == 0) staged_j[row] = std::int32_t(j);
-                  std::uint16_t* out = staged + row * g.dim;
-                  if (j < 0) {
-                    for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
-                  } else {
-                    group_row<R>(q, j, projected, ring, g, error, out, lane);
-                  }
-                });
-  check_pending(requests, request_count, projected, g, error);
+  const std::int64_t r = g.ratio;
+  if constexpr (R == 2 && kStreamPairs) {
+    __shared__ Stages stage;
+    const std::size_t warps = warp_count(), share = (row_count + warps - 1) / warps, first = warp_id() * share;
+    stream_pairs(requests, request_count, first, first + share < row_count ? first + share : row_count, projected,
+                 ring, g, staged, staged_j, error, stage);
+  } else {
+    for_each_item(requests, request_count, row_count, [](const RequestMeta& m) { return m.row_offset; },
+                  [&](const RequestMeta& q, std::size_t row) {
+                    const std::int64_t j = row_number(q, row, r);
+                    if (lane == 0) staged_j[row] = std::int32_t(j);
+                    std::uint16_t* out = staged + row * g.dim;
+                    if (j < 0) {
+                      for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
+                    } else {
+                      group_row<R>(q, j, projected, ring, g, error, out, lane);
+                    }
+                  });
+  }
+  for (std::size_t i = warp_id(); i < request_count; i += warp_count()) {
+    const RequestMeta q = requests[i];
+    const std::int64_t e = q.start + q.tokens, first = e / r * r > q.start ? e / r * r : q.start;
+    const std::size_t from = std::size_t(q.token_offset + first - q.start) * g.width;
+    const std::size_t to = std::size_t(q.token_offset + q.tokens) * g.width;
+    for (std::size_t k = from + lane; k < to; k += 32)
+      if (!isfinite(projected[k])) report(error, k);
+  }
 }
 
 // Prefill, pass 2, only when nothing was refused (launched as a programmatic
@@ -504,19 +488,10 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
                    static_cast<const unsigned long long*>(word));
       });
   } else {
-    const std::size_t pair_bytes = std::size_t(kPairWarps / kPairGroupWarps) * kPairStages * 2 * g.width * 4;
-    const std::size_t pair_blocks =
-        R == 2 ? resident_blocks(reinterpret_cast<const void*>(prefill_pairs), int(32 * kPairWarps), pair_bytes) : 0;
-    if (pair_blocks > 0) {
-      prefill_pairs<<<grid_for(plan.rows, kPairWarps / kPairGroupWarps, pair_blocks), 32 * kPairWarps, pair_bytes,
-                      stream>>>(
+    with_ratio(R, [&](auto r) {
+      prefill_rows<r()><<<resident_grid<prefill_rows<r()>>(plan.rows), warp_threads, 0, stream>>>(
           d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, word);
-    } else {  // a row's inputs larger than a stage can hold (D past about 580), or no 16-byte path
-      with_ratio(R, [&](auto r) {
-        prefill_rows<r()><<<resident_grid<prefill_rows<r()>>(plan.rows), warp_threads, 0, stream>>>(
-            d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, word);
-      });
-    }
+    });
     // the ring's new entries: requests x depth blocks after the row blocks
     std::size_t most = 0;
     for (const auto& q : requests) most = std::max(most, std::size_t(q.tokens));
