@@ -653,7 +653,7 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
 // ones; prefill at 2 streams), r = 4 (registers) and r = 3 (one channel at a time),
 // and r = 2 at D 1024 (eight streamed chunks a row); 16 requests each from starts
 // that read old positions from the ring.
-TEST(CompressCuda, every_ratio_at_d_512_equals_the_cpu) {
+TEST(CompressCuda, every_kernel_path_at_d_512_and_1024_equals_the_cpu) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   std::minstd_rand rng(29);
