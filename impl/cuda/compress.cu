@@ -108,10 +108,45 @@ __device__ inline bool all_finite(const float4& x) {
 
 __device__ inline float component(const float4& x, int k) { return k == 0 ? x.x : k == 1 ? x.y : k == 2 ? x.z : x.w; }
 
+// L2 priorities for a prefill: its inputs are read once, so their lines go first;
+// its staged rows are read back by the commit kernel right after, so theirs stay.
+// (64 x 512: the staged 16 MiB came back from DRAM; with the hints the call took
+// 67 instead of 75 us on the H200, docs/performance.md, eighth session.)
+__device__ inline std::uint64_t l2_policy_evict_first() {
+  std::uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ inline std::uint64_t l2_policy_evict_last() {
+  std::uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ inline float4 load_evict_first(const float* at) {
+  float4 x;
+  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w)
+      : "l"(at), "l"(l2_policy_evict_first()));
+  return x;
+}
+// 16 bytes into shared memory asynchronously (a cp.async group member, as
+// __pipeline_memcpy_async), evicted from L2 first.
+__device__ inline void copy_evict_first(float4* shared, const float* at) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(
+                   unsigned(__cvta_generic_to_shared(shared))),
+               "l"(at), "l"(l2_policy_evict_first())
+               : "memory");
+}
+__device__ inline void store_evict_last(std::uint16_t* at, uint2 v) {
+  asm volatile("st.global.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;" ::"l"(at), "r"(v.x), "r"(v.y),
+               "l"(l2_policy_evict_last())
+               : "memory");
+}
+
 // Channels d .. d+3 of a group's row from its R positions' scores s and latents v
 // (16-byte loads, position t read at in[t]): every non-finite value reported, the
-// four bf16 written.
-template <int R>
+// four bf16 written (Staged: a prefill's staging buffer, kept in L2).
+template <int R, bool Staged>
 __device__ void channel_quad(const float4 (&s)[R], const float4 (&v)[R], const Input (&in)[R], unsigned d, unsigned D,
                              unsigned long long* error, std::uint16_t* out) {
   bool finite = true;
@@ -131,13 +166,16 @@ __device__ void channel_quad(const float4 (&s)[R], const float4 (&v)[R], const I
     if constexpr (R == 2) z[c] = impl::bf16_nearest(impl::gated_mean_pair(score(0), score(1), value(0), value(1)));
     else z[c] = impl::bf16_nearest(impl::gated_mean(score, value, R));
   }
-  *reinterpret_cast<uint2*>(out + d) = make_uint2(z[0] | unsigned(z[1]) << 16, z[2] | unsigned(z[3]) << 16);
+  const uint2 packed = make_uint2(z[0] | unsigned(z[1]) << 16, z[2] | unsigned(z[3]) << 16);
+  if constexpr (Staged) store_evict_last(out + d, packed);
+  else *reinterpret_cast<uint2*>(out + d) = packed;
 }
 
 // One completed group's row, a warp's lanes over the channels. R in {1, 2, 4}:
 // channels 4 at a time from 16-byte loads, the group in registers; R = 0: any
-// ratio, one channel at a time. Every non-finite value read is reported.
-template <int R>
+// ratio, one channel at a time. Every non-finite value read is reported. Prefill:
+// the 16-byte paths take the prefill's L2 priorities.
+template <int R, bool Prefill>
 __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* projected, const float* ring,
                           const Geometry& g, unsigned long long* error, std::uint16_t* out, unsigned lane) {
   const unsigned D = g.dim;
@@ -153,8 +191,9 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
 #pragma unroll
         for (int t = 0; t < R; ++t)
           if (base + 128 * k < D) {
-            s[k][t] = __ldg(reinterpret_cast<const float4*>(in[t].at + base + 128 * k));
-            v[k][t] = __ldg(reinterpret_cast<const float4*>(in[t].at + D + base + 128 * k));
+            const float *score = in[t].at + base + 128 * k, *latent = score + D;
+            s[k][t] = Prefill ? load_evict_first(score) : __ldg(reinterpret_cast<const float4*>(score));
+            v[k][t] = Prefill ? load_evict_first(latent) : __ldg(reinterpret_cast<const float4*>(latent));
           }
     };
     float4 s[kQuads][R], v[kQuads][R];
@@ -168,7 +207,7 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
       for (int k = 0; k < kQuads; ++k) {
         const unsigned d = base + 128 * k;
         if (d >= D) break;
-        channel_quad<R>(s[k], v[k], in, d, D, error, out);
+        channel_quad<R, Prefill>(s[k], v[k], in, d, D, error, out);
       }
       if (kPrefetchNextChunk && R <= 2) {
 #pragma unroll
@@ -238,8 +277,8 @@ __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::si
       const unsigned d = 4 * lane + 128 * ask_chunk;
       if (ask_at[0] != nullptr && d < D)
         for (int t = 0; t < 2; ++t) {
-          __pipeline_memcpy_async(&stage[u][2 * t][slot], ask_at[t] + d, 16);
-          __pipeline_memcpy_async(&stage[u][2 * t + 1][slot], ask_at[t] + D + d, 16);
+          copy_evict_first(&stage[u][2 * t][slot], ask_at[t] + d);
+          copy_evict_first(&stage[u][2 * t + 1][slot], ask_at[t] + D + d);
         }
       if (++ask_chunk == chunks) ask_chunk = 0, ++ask_row;
     }
@@ -262,7 +301,7 @@ __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::si
     if (d < D && use_j < 0) *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
     if (d < D && use_j >= 0) {
       const float4 sc[2] = {stage[u][0][slot], stage[u][2][slot]}, la[2] = {stage[u][1][slot], stage[u][3][slot]};
-      channel_quad<2>(sc, la, use_in, d, D, error, out);
+      channel_quad<2, true>(sc, la, use_in, d, D, error, out);
     }
     if (++use_chunk == chunks) use_chunk = 0, ++use_row;
   }
@@ -292,7 +331,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_
                     if (j < 0) {
                       for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
                     } else {
-                      group_row<R>(q, j, projected, ring, g, error, out, lane);
+                      group_row<R, true>(q, j, projected, ring, g, error, out, lane);
                     }
                   });
   }
@@ -416,7 +455,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_r
         if (j < 0) {
           for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
         } else {
-          group_row<R>(q, j, projected, ring, g, nullptr, out, lane);
+          group_row<R, false>(q, j, projected, ring, g, nullptr, out, lane);
         }
       });
 }
