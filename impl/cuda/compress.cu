@@ -174,10 +174,13 @@ __device__ void channel_quad(const float4 (&s)[R], const float4 (&v)[R], const I
 // One completed group's row, a warp's lanes over the channels. R in {1, 2, 4}:
 // channels 4 at a time from 16-byte loads, the group in registers; R = 0: any
 // ratio, one channel at a time. Every non-finite value read is reported. Prefill:
-// the 16-byte paths take the prefill's L2 priorities.
+// the 16-byte paths take the prefill's L2 priorities; otherwise (decode) they also
+// store the group's new positions, as they are loaded, into their ring entries in
+// ring_out (so a step reads each of them once).
 template <int R, bool Prefill>
 __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* projected, const float* ring,
-                          const Geometry& g, unsigned long long* error, std::uint16_t* out, unsigned lane) {
+                          const Geometry& g, unsigned long long* error, std::uint16_t* out, unsigned lane,
+                          float* ring_out = nullptr) {
   const unsigned D = g.dim;
   if constexpr (R > 0) {
     constexpr int kQuads = R < 2 ? 2 : 1;  // 4 loads in flight per lane before any use
@@ -185,6 +188,13 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
     Input in[R];
 #pragma unroll
     for (int t = 0; t < R; ++t) in[t] = input_of(q, j * R + t, projected, ring, g);
+    float* keep[R];  // position t's ring entry if it is new in this decode step
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      const std::int64_t p = j * R + t;
+      keep[t] = Prefill || p < q.start ? nullptr
+                                        : ring_out + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+    }
     const auto load = [&](unsigned base, float4 (&s)[kQuads][R], float4 (&v)[kQuads][R]) {
 #pragma unroll
       for (int k = 0; k < kQuads; ++k)
@@ -208,6 +218,12 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
         const unsigned d = base + 128 * k;
         if (d >= D) break;
         channel_quad<R, Prefill>(s[k], v[k], in, d, D, error, out);
+#pragma unroll
+        for (int t = 0; t < R; ++t)
+          if (keep[t] != nullptr) {
+            *reinterpret_cast<float4*>(keep[t] + d) = s[k][t];
+            *reinterpret_cast<float4*>(keep[t] + D + d) = v[k][t];
+          }
       }
       if (kPrefetchNextChunk && R <= 2) {
 #pragma unroll
@@ -447,10 +463,13 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_r
         const std::int64_t r = g.ratio, p = q.start + (std::int64_t(token) - q.token_offset);
         const float* from = projected + token * g.width;
         float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
-        if (vector) {
+        // a position whose group completes in this step goes into the ring with the
+        // group's row (group_row, 16-byte paths); the others here
+        const bool with_its_row = R > 0 && p / r * r + r - 1 < q.start + q.tokens;
+        if (!with_its_row && vector) {
           for (unsigned i = lane; i < g.width / 4; i += 32)
             reinterpret_cast<float4*>(to)[i] = reinterpret_cast<const float4*>(from)[i];
-        } else {
+        } else if (!with_its_row) {
           for (unsigned i = lane; i < g.width; i += 32) to[i] = from[i];
         }
         const std::int64_t j = p % r == r - 1 ? p / r : -1;
@@ -462,7 +481,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_r
         if (j < 0) {
           for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
         } else {
-          group_row<R, false>(q, j, projected, ring, g, nullptr, out, lane);
+          group_row<R, false>(q, j, projected, ring, g, nullptr, out, lane, ring);
         }
       });
 }
