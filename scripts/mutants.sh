@@ -146,7 +146,7 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # prefetched ones dropped), a call captured in a graph copying its requests from the
 # pinned mirror later calls reuse (or storing only the first piece of them), the
 # streamed pair rows reading the stage after their own, the commit dropping a staged
-# line from L2 before it is read (the one its lanes read next), decode leaving a
+# line from L2 before its lanes read it, decode leaving a
 # position whose group completes just past the step out of the ring; the bits the top-k's
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
@@ -170,8 +170,8 @@ cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
   's|  for (std::size_t at = 0; at < bytes; at += sizeof piece.words) {|  for (std::size_t at = 0; at == 0; at += sizeof piece.words) {|'
 cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress.cu \
   's|const unsigned d = 4 \* lane + 128 \* use_chunk, u = k % kStreamStages;|const unsigned d = 4 * lane + 128 * use_chunk, u = (k + 1) % kStreamStages;|'
-cuda_mutant compress cuda-commit-discards-its-next-line impl/cuda/compress.cu \
-  's|asm volatile("discard.global.L2 \[%0\], 128;" ::"l"(reinterpret_cast<const uint4\*>(staged) + i) : "memory");|asm volatile("discard.global.L2 [%0], 128;" ::"l"(reinterpret_cast<const uint4*>(staged) + i + stride) : "memory");|'
+cuda_mutant compress cuda-commit-discards-before-reading impl/cuda/compress.cu \
+  's|    reinterpret_cast<uint4\*>(rows)\[i\] = line\[i % 8\];|    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory"); reinterpret_cast<uint4*>(rows)[i] = line[i % 8];|'
 cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress.cu \
   's|const bool with_its_row = R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|const bool with_its_row = R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
 cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress.cu \

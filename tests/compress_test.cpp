@@ -571,8 +571,8 @@ TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
 // Prefill at serving sizes, D 512, r 2, ring 7, against the CPU: 64 requests x 512
 // tokens from an odd start (the benchmark's call, 16384 rows) and 72 x 1024 (36864
 // rows, 288 MiB in), requests of three lengths. Then a NaN in the last row's input
-// (refused, that index, nothing written) and one among a request's pending
-// positions (which no row reads), each with an inf after it.
+// (a latent, then a score; refused, that index, nothing written) and one among a
+// request's pending positions (which no row reads), each with an inf after it.
 TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
@@ -628,7 +628,9 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
     const std::size_t pending_request = requests_count == 64 ? 0 : 1;  // 512 tokens from 1; 1023 from 0
     std::size_t pending = 0;
     for (std::size_t i = 0; i <= pending_request; ++i) pending += std::size_t(requests[i].tokens);
-    for (const std::size_t bad : {last_pair * width + width - 1, (pending - 1) * width + 3}) {
+    // (and the last pair's first score in lane 2 of its 16-byte group: the index
+    // names that lane, not the group's first)
+    for (const std::size_t bad : {last_pair * width + width - 1, last_pair * width + 6, (pending - 1) * width + 3}) {
       std::vector<float> nan_in = projected;
       nan_in[bad] = NAN;
       if (bad + 1 < nan_in.size()) nan_in[bad + 1] = INFINITY;  // a later one is not the one named
