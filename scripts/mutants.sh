@@ -158,18 +158,18 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
-cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/compress.cu \
-  's|  int failure = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);|  int failure = 0;|'
+cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/device.cu \
+  's|  if (reset != nullptr \&\& threadIdx.x == 0) \*reset = kNoRefusal;||'
 cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress.cu \
   's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth)|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept; k += keep_depth)|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device.cu \
-  's|  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve);||'
+  's|  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, reset);||'
 cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
   's|  for (std::size_t at = 0; at < bytes; at += sizeof piece.words) {|  for (std::size_t at = 0; at == 0; at += sizeof piece.words) {|'
 cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress.cu \
-  's|const unsigned d = 4 \* lane + 128 \* use_chunk, u = k % kStreamStages;|const unsigned d = 4 * lane + 128 * use_chunk, u = (k + 1) % kStreamStages;|'
+  's|const unsigned d = 4 \* lane + 128 \* chunk, u = unsigned(k % kStreamStages);|const unsigned d = 4 * lane + 128 * chunk, u = unsigned((k + 1) % kStreamStages);|'
 cuda_mutant compress cuda-commit-discards-before-reading impl/cuda/compress.cu \
   's|    reinterpret_cast<uint4\*>(rows)\[i\] = line\[i % 8\];|    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory"); reinterpret_cast<uint4*>(rows)[i] = line[i % 8];|'
 cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress.cu \

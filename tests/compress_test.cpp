@@ -524,7 +524,10 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
 }
 
 // A captured call whose request table spans several of the pieces a graph carries
-// it in (1500 requests, 48000 bytes): its replay equals the CPU.
+// it in (1500 requests, 48000 bytes: past what a queued call carries in a kernel's
+// parameters, so a queued call copies it from a pinned mirror): its replay, after
+// two eager calls of another table that overwrite both scratch buffers' mirrors,
+// equals the CPU.
 TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
@@ -552,6 +555,20 @@ TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
         .ok();
   });
   ASSERT_TRUE(graph.ok());
+  // the same requests over other state slots, eagerly, through both scratch buffers
+  std::vector<CompressRequest> others = requests;
+  for (std::size_t i = 0; i < count; ++i) others[i].state_slot = std::int32_t(i);
+  for (int other = 0; other < 2; ++other) {
+    props::DeviceBuffer<float> ring_other{std::span<const float>(ring)};
+    props::DeviceBuffer<std::uint16_t> rows_other{std::vector<std::uint16_t>(rows * 4)};
+    props::DeviceBuffer<std::int32_t> index_other{std::vector<std::int32_t>(rows)},
+        positions_other{std::vector<std::int32_t>(rows)};
+    ASSERT_TRUE(cuda::enqueue_compress_prefill(others, d_in.span(), ring_other.span(), shape, rows_other.span(),
+                                               index_other.span(), positions_other.span(), verdict.span().data(),
+                                               graph.stream())
+                    .ok());
+    ASSERT_EQ(cudaStreamSynchronize(graph.stream()), cudaSuccess);
+  }
   ASSERT_TRUE(graph.replay());
   std::vector<std::uint16_t> want(rows * 4), got(rows * 4);
   std::vector<std::int32_t> index(rows), positions(rows), got_positions(rows);

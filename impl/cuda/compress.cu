@@ -263,63 +263,74 @@ __device__ std::int64_t row_number(const RequestMeta& q, std::size_t row, std::i
 // of one row in flight and started each row cold: 55% of DRAM bandwidth with the
 // issue slots half idle.) A lane reads back only what it copied: no barrier.
 using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
-__device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::size_t first, std::size_t last,
+__device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::size_t row_count,
                              const float* projected, const float* ring, const Geometry& g, std::uint16_t* staged,
                              std::int32_t* staged_j, unsigned long long* error, Stages& stage) {
-  if (first >= last) return;
   const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
-  const auto follow = [&](std::size_t& i, std::size_t row) {
+  const std::size_t warps = warp_count(), w = warp_id(), share = (row_count + warps - 1) / warps;
+  const std::size_t first = w * share, last = first + share < row_count ? first + share : row_count;
+  // item k of this warp: (row, chunk), row = row_count past the end
+  const auto item = [&](std::size_t k, std::size_t& row, unsigned& chunk) {
+    row = first + k / chunks, chunk = unsigned(k % chunks);
+    if (row >= last) row = row_count;
+  };
+  const auto request_of = [&](std::size_t& i, std::size_t row) {
     while (i + 1 < n && std::size_t(requests[i + 1].row_offset) <= row) ++i;
   };
-  std::size_t ask_row = first, ask_request = find_request(requests, n, first, [](const RequestMeta& m) {
-    return m.row_offset;
-  });
-  std::size_t use_row = first, use_request = ask_request;
-  unsigned ask_chunk = 0, use_chunk = 0;
-  // a row's inputs found once, at its first chunk (a search per item cost a third
-  // more instructions)
+  std::size_t ask_request = 0, use_request = 0, ask_k = 0;
+  if (first < last)
+    ask_request = use_request = find_request(requests, n, first, [](const RequestMeta& m) { return m.row_offset; });
+  // a row's inputs found once, at the first of its chunks this warp takes
+  std::size_t ask_last = ~std::size_t(0), use_last = ~std::size_t(0);
   const float* ask_at[2] = {nullptr, nullptr};
   Input use_in[2] = {};
   std::int64_t use_j = -1;
   const auto ask = [&](unsigned u) {  // the next item's loads into stage u, then a commit (empty past the end)
-    if (ask_row < last) {
-      if (ask_chunk == 0) {
-        follow(ask_request, ask_row);
+    std::size_t row;
+    unsigned chunk;
+    item(ask_k++, row, chunk);
+    if (row < row_count) {
+      if (row != ask_last) {
+        ask_last = row;
+        request_of(ask_request, row);
         const RequestMeta q = requests[ask_request];
-        const std::int64_t j = row_number(q, ask_row, 2);
+        const std::int64_t j = row_number(q, row, 2);
         ask_at[0] = j < 0 ? nullptr : input_of(q, 2 * j, projected, ring, g).at;
         ask_at[1] = j < 0 ? nullptr : input_of(q, 2 * j + 1, projected, ring, g).at;
       }
-      const unsigned d = 4 * lane + 128 * ask_chunk;
+      const unsigned d = 4 * lane + 128 * chunk;
       if (ask_at[0] != nullptr && d < D)
         for (int t = 0; t < 2; ++t) {
           copy_evict_first(&stage[u][2 * t][slot], ask_at[t] + d);
           copy_evict_first(&stage[u][2 * t + 1][slot], ask_at[t] + D + d);
         }
-      if (++ask_chunk == chunks) ask_chunk = 0, ++ask_row;
     }
     __pipeline_commit();
   };
   for (unsigned k = 0; k + 1 < kStreamStages; ++k) ask(k);
-  for (unsigned k = 0; use_row < last; ++k) {
-    ask((k + kStreamStages - 1) % kStreamStages);
-    if (use_chunk == 0) {
-      follow(use_request, use_row);
+  for (std::size_t k = 0;; ++k) {
+    std::size_t row;
+    unsigned chunk;
+    item(k, row, chunk);
+    if (row >= row_count) break;
+    ask(unsigned((k + kStreamStages - 1) % kStreamStages));
+    if (row != use_last) {
+      use_last = row;
+      request_of(use_request, row);
       const RequestMeta q = requests[use_request];
-      use_j = row_number(q, use_row, 2);
-      if (lane == 0) staged_j[use_row] = std::int32_t(use_j);
+      use_j = row_number(q, row, 2);
       if (use_j >= 0)
         use_in[0] = input_of(q, 2 * use_j, projected, ring, g), use_in[1] = input_of(q, 2 * use_j + 1, projected, ring, g);
     }
+    if (chunk == 0 && lane == 0) staged_j[row] = std::int32_t(use_j);
     __pipeline_wait_prior(kStreamStages - 1);  // item k's copies landed
-    std::uint16_t* out = staged + use_row * D;
-    const unsigned d = 4 * lane + 128 * use_chunk, u = k % kStreamStages;
+    std::uint16_t* out = staged + row * D;
+    const unsigned d = 4 * lane + 128 * chunk, u = unsigned(k % kStreamStages);
     if (d < D && use_j < 0) *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
     if (d < D && use_j >= 0) {
       const float4 sc[2] = {stage[u][0][slot], stage[u][2][slot]}, la[2] = {stage[u][1][slot], stage[u][3][slot]};
       channel_quad<2, true>(sc, la, use_in, d, D, error, out);
     }
-    if (++use_chunk == chunks) use_chunk = 0, ++use_row;
   }
 }
 
@@ -331,13 +342,12 @@ template <int R>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_rows(const RequestMeta* requests, std::size_t request_count, std::size_t row_count,
                              const float* projected, const float* ring, Geometry g, std::uint16_t* staged,
                              std::int32_t* staged_j, unsigned long long* error) {
+  wait_for_previous_kernel();  // launched as a programmatic dependent of the metadata's upload
   const unsigned lane = threadIdx.x % 32;
   const std::int64_t r = g.ratio;
   if constexpr (R == 2 && kStreamPairs) {
     __shared__ Stages stage;
-    const std::size_t warps = warp_count(), share = (row_count + warps - 1) / warps, first = warp_id() * share;
-    stream_pairs(requests, request_count, first, first + share < row_count ? first + share : row_count, projected,
-                 ring, g, staged, staged_j, error, stage);
+    stream_pairs(requests, request_count, row_count, projected, ring, g, staged, staged_j, error, stage);
   } else {
     for_each_item(requests, request_count, row_count, [](const RequestMeta& m) { return m.row_offset; },
                   [&](const RequestMeta& q, std::size_t row) {
@@ -416,6 +426,7 @@ __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* sta
 // (lowest index), else the lowest non-finite old ring entry a request reads.
 __global__ void validate(const float* projected, std::size_t n, const float* ring, const RequestMeta* requests,
                          std::size_t request_count, Geometry g, unsigned long long* error) {
+  wait_for_previous_kernel();  // launched as a programmatic dependent of the metadata's upload
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // 16 bytes per load where aligned: this pass reads every input once
@@ -518,8 +529,8 @@ bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::ui
 // its rows into a staging buffer while checking what it reads, then commits them
 // and the ring's new entries; decode checks its inputs in a first pass, then its
 // ring writes and rows. The pass-2 kernels read the word themselves, so nothing
-// waits between them. Queues a planned, non-empty call; `word` already holds
-// kNoRefusal on `stream`. 0 or the cudaError_t.
+// waits between them. Queues a planned, non-empty call, first setting `word` to
+// kNoRefusal with the metadata's upload. 0 or the cudaError_t.
 int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requests,
            std::span<const float> projected, std::span<float> ring, const CompressShape& shape,
            std::span<std::uint16_t> rows, std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
@@ -535,7 +546,7 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   const std::size_t staged_bytes = decode ? 0 : round_up(plan.rows * shape.dim * 2);
   void* scratch = nullptr;
   if (int e = upload_scratch(meta.data(), meta.size() * sizeof(RequestMeta), stream, &scratch,
-                             meta_bytes + staged_bytes + (decode ? 0 : plan.rows * 4)))
+                             meta_bytes + staged_bytes + (decode ? 0 : plan.rows * 4), word))
     return e;
   const auto* d_meta = static_cast<const RequestMeta*>(scratch);
   auto* staged = reinterpret_cast<std::uint16_t*>(static_cast<char*>(scratch) + meta_bytes);
@@ -546,8 +557,8 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   const unsigned warp_threads = 32 * kWarpsPerBlock;
   if (decode) {
     const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
-    validate<<<grid_for(work, 256, 4096) + 1, 256, 0, stream>>>(projected.data(), projected.size(), ring.data(),
-                                                                d_meta, meta.size(), g, word);
+    overlapped(validate, dim3(grid_for(work, 256, 4096) + 1), 256, 0, stream, projected.data(), projected.size(),
+               static_cast<const float*>(ring.data()), static_cast<const RequestMeta*>(d_meta), meta.size(), g, word);
     if (plan.tokens > 0)
       with_ratio(R, [&](auto r) {
         overlapped(decode_rows<r()>, dim3(resident_grid<decode_rows<r()>>(plan.tokens)), int(warp_threads), 0, stream,
@@ -557,8 +568,9 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
       });
   } else {
     with_ratio(R, [&](auto r) {
-      prefill_rows<r()><<<resident_grid<prefill_rows<r()>>(plan.rows), warp_threads, 0, stream>>>(
-          d_meta, meta.size(), plan.rows, projected.data(), ring.data(), g, staged, staged_j, word);
+      overlapped(prefill_rows<r()>, dim3(resident_grid<prefill_rows<r()>>(plan.rows)), int(warp_threads), 0, stream,
+                 static_cast<const RequestMeta*>(d_meta), meta.size(), plan.rows, projected.data(),
+                 static_cast<const float*>(ring.data()), g, staged, staged_j, word);
     });
     // the ring's new entries: requests x depth blocks after the row blocks
     std::size_t most = 0;
@@ -610,10 +622,10 @@ Status<CompressError> enqueue(std::span<const CompressRequest> requests, std::sp
                               DeviceVerdict* verdict, Stream stream) {
   const Planned planned = plan_of(requests, projected, ring, shape, rows, row_index, positions, step);
   if (auto* e = std::get_if<CompressError>(&planned)) return *e;
-  int failure = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
-  if (failure == 0 && !requests.empty())
-    failure = launch(std::get<impl::CompressPlan>(planned), requests, projected, ring, shape, rows, row_index,
-                     positions, step, &verdict->refusal, stream);
+  const int failure =
+      requests.empty() ? cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream)
+                       : launch(std::get<impl::CompressPlan>(planned), requests, projected, ring, shape, rows,
+                                row_index, positions, step, &verdict->refusal, stream);
   if (failure != 0) return ce::DeviceFailure{failure};
   return Ok{};
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "impl/cuda/device.hpp"
+#include "impl/cuda/launch.cuh"
 
 namespace aether::cuda {
 
@@ -133,44 +134,65 @@ int current_ring(ScratchRing** out) {
   return 0;
 }
 
-// A piece of a captured call's metadata, carried by its kernel's parameters: a
-// graph keeps them, where a copy node would read the pinned mirror that later
-// calls overwrite. 32000 bytes, under the 32764 that CUDA 12.1 and later accept
-// (4 KiB pieces made a 4096-request table 33 kernels in a row: 150 us a replay).
+// A piece of a call's metadata, carried by its kernel's parameters: a graph keeps
+// them, where a copy node would read the pinned mirror that later calls
+// overwrite, and a queued call needs no copy engine (whose copy the next kernel
+// waits for). At most 32000 bytes, under the 32764 that CUDA 12.1 and later
+// accept (4 KiB pieces made a 4096-request table 33 kernels in a row: 150 us a
+// replay); 4 KiB where that holds the table, since a launch copies all of them.
+template <std::size_t Words>
 struct Piece {
-  uint4 words[2000];
+  uint4 words[Words];
 };
-__global__ void store_piece(const __grid_constant__ Piece piece, std::size_t count, unsigned char* to) {
+constexpr std::size_t kSmallPiece = 256, kLargePiece = 2000;
+template <std::size_t Words>
+__global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::size_t count, unsigned char* to,
+                            unsigned long long* reset) {
+  let_next_kernel_start();  // a kernel launched `overlapped` after it waits for it anyway
+  if (reset != nullptr && threadIdx.x == 0) *reset = kNoRefusal;
   const std::size_t whole = reinterpret_cast<std::uintptr_t>(to) % 16 == 0 ? count / 16 : 0;
   for (std::size_t i = threadIdx.x; i < whole; i += blockDim.x) reinterpret_cast<uint4*>(to)[i] = piece.words[i];
   const auto* bytes = reinterpret_cast<const unsigned char*>(piece.words);
   for (std::size_t i = 16 * whole + threadIdx.x; i < count; i += blockDim.x) to[i] = bytes[i];
 }
 
-// The captured call's buffer: a stream-ordered allocation (the graph's own memory,
-// freed by release_scratch in the same graph), its metadata stored by kernels.
-int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stream stream, void** device,
-                    std::size_t reserve) {
-  if (cudaError_t e = cudaMallocAsync(device, std::max<std::size_t>({bytes, reserve, 1}), stream); e != cudaSuccess)
-    return e;
-  ring->captured = *device;
-  if (host == nullptr) return 0;
-  Piece piece;
+// `bytes` from `host` into `device` by kernels, the first also setting *reset (if
+// given) to kNoRefusal.
+template <std::size_t Words>
+int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device, unsigned long long* reset) {
+  Piece<Words> piece;
   for (std::size_t at = 0; at < bytes; at += sizeof piece.words) {
     const std::size_t count = std::min(bytes - at, sizeof piece.words);
     std::memcpy(piece.words, static_cast<const unsigned char*>(host) + at, count);
-    store_piece<<<1, 256, 0, stream>>>(piece, count, static_cast<unsigned char*>(*device) + at);
+    store_piece<<<1, 256, 0, stream>>>(piece, count, static_cast<unsigned char*>(device) + at, at == 0 ? reset : nullptr);
   }
   return cudaGetLastError();
 }
+int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device, unsigned long long* reset) {
+  return bytes <= sizeof(Piece<kSmallPiece>) ? store_pieces<kSmallPiece>(host, bytes, stream, device, reset)
+                                             : store_pieces<kLargePiece>(host, bytes, stream, device, reset);
+}
+
+// The captured call's buffer: a stream-ordered allocation (the graph's own memory,
+// freed by release_scratch in the same graph), its metadata stored by kernels.
+int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stream stream, void** device,
+                    std::size_t reserve, unsigned long long* reset) {
+  if (cudaError_t e = cudaMallocAsync(device, std::max<std::size_t>({bytes, reserve, 1}), stream); e != cudaSuccess)
+    return e;
+  ring->captured = *device;
+  if (host != nullptr && bytes > 0) return store_pieces(host, bytes, stream, *device, reset);
+  if (reset != nullptr) return cudaMemsetAsync(reset, 0xff, sizeof *reset, stream);
+  return 0;
+}
 }  // namespace
 
-int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve) {
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve,
+                   unsigned long long* reset) {
   ScratchRing* ring = nullptr;
   if (int e = current_ring(&ring)) return e;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
-  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve);
+  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, reset);
   ring->current = (ring->current + 1) % kScratchSlots;
   Scratch* s = &ring->slots[ring->current];
   if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
@@ -182,6 +204,11 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
     s->bytes = needed;
   }
   *device = s->buffer;
+  // a table that fits one kernel's parameters goes with a kernel: a copy from the
+  // host is a copy engine's operation the next kernel waits for
+  if (host != nullptr && bytes > 0 && bytes <= sizeof(Piece<kLargePiece>)) return store_pieces(host, bytes, stream, s->buffer, reset);
+  if (reset != nullptr)
+    if (cudaError_t e = cudaMemsetAsync(reset, 0xff, sizeof *reset, stream); e != cudaSuccess) return e;
   if (bytes == 0 || host == nullptr) return 0;
   if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
     cudaFreeHost(s->pinned);

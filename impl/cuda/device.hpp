@@ -59,7 +59,8 @@ std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic
 // captured in a CUDA graph gets a buffer of its own instead (allocated and freed
 // in the graph, the copied bytes kept in the graph), so its replays read what the
 // call was given. 0 or the cudaError_t.
-int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0);
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0,
+                   unsigned long long* reset = nullptr);
 int release_scratch(Stream stream);
 
 }  // namespace aether::cuda
