@@ -158,14 +158,18 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
-cuda_mutant compress cuda-queued-verdict-not-reset impl/cuda/device.cu \
-  's|  if (reset != nullptr \&\& threadIdx.x == 0) \*reset = kNoRefusal;||'
+cuda_mutant compress cuda-captured-refusals-not-reset impl/cuda/device.cu \
+  's|  if (word != nullptr) return cudaMemsetAsync(word, 0xff, sizeof \*word, stream);||'
+cuda_mutant compress cuda-every-call-the-same-tag impl/cuda/device.cu \
+  's|unsigned long long tag_of(unsigned long long calls) { return (kFirstTag + 1 - calls) << kRefusalCodeBits; }|unsigned long long tag_of(unsigned long long) { return kFirstTag << kRefusalCodeBits; }|'
+cuda_mutant compress cuda-clean-verdict-not-written impl/cuda/compress.cu \
+  's|if (blockIdx.x == 0 \&\& threadIdx.x == 0) \*verdict = verdict_of(refusals, word);|if (blockIdx.x == 0 \&\& threadIdx.x == 0 \&\& refusals.refused(word)) *verdict = verdict_of(refusals, word);|'
 cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress.cu \
   's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth)|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept; k += keep_depth)|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device.cu \
-  's|  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, reset);||'
+  's|  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, refusals);||'
 cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
   's|  for (std::size_t at = 0; at < bytes; at += sizeof piece.words) {|  for (std::size_t at = 0; at == 0; at += sizeof piece.words) {|'
 cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress.cu \

@@ -523,6 +523,91 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
 #endif
 }
 
+// A captured prefill and decode step replayed four times, `projected` holding a
+// NaN before the second and fourth replay: each replay refuses exactly when its
+// own inputs hold one (the graph's refusal word starts clean at every replay),
+// naming that value, and leaves the outputs as they were; a clean replay equals
+// the CPU.
+TEST(CompressCuda, each_replay_of_a_captured_call_refuses_by_its_own_inputs) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const CompressShape shape{2, 8, 7, 2};
+  const std::size_t width = 2 * shape.dim;
+  const std::vector<CompressRequest> prefill{{0, 0, 4}, {1, 0, 5}}, decode{{0, 4, 2}, {1, 5, 3}};
+  const std::size_t prefill_rows = 2 + 2, decode_rows = 2 + 3;
+  std::mt19937 rng(37);
+  std::normal_distribution<float> normal;
+  const auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+  };
+  const std::vector<float> ring0 = random(shape.state_slots * shape.ring * width);
+  props::DeviceBuffer<float> ring{std::span<const float>(ring0)}, in_prefill{std::vector<float>(9 * width)},
+      in_decode{std::vector<float>(5 * width)};
+  const std::vector<std::uint16_t> sentinel(decode_rows * shape.dim, 0x7777);
+  props::DeviceBuffer<std::uint16_t> rows_prefill{std::span<const std::uint16_t>(sentinel).first(prefill_rows * shape.dim)},
+      rows_decode{std::span<const std::uint16_t>(sentinel)};
+  props::DeviceBuffer<std::int32_t> index_prefill{std::vector<std::int32_t>(prefill_rows)},
+      positions_prefill{std::vector<std::int32_t>(prefill_rows)}, index_decode{std::vector<std::int32_t>(decode_rows)},
+      positions_decode{std::vector<std::int32_t>(decode_rows)};
+  props::DeviceBuffer<cuda::DeviceVerdict> verdicts{std::vector<cuda::DeviceVerdict>(2)};
+  CapturedCalls graph([&](cudaStream_t stream) {
+    return cuda::enqueue_compress_prefill(prefill, in_prefill.span(), ring.span(), shape, rows_prefill.span(),
+                                          index_prefill.span(), positions_prefill.span(), verdicts.span().data(),
+                                          stream)
+               .ok() &&
+           cuda::enqueue_compress_decode(decode, in_decode.span(), ring.span(), shape, rows_decode.span(),
+                                         index_decode.span(), positions_decode.span(), verdicts.span().data() + 1,
+                                         stream)
+               .ok();
+  });
+  ASSERT_TRUE(graph.ok());
+  for (int replay = 0; replay < 4; ++replay) {
+    const bool poisoned = replay % 2 == 1;
+    std::vector<float> a = random(9 * width), b = random(5 * width);
+    if (poisoned) a[3 * width + 5] = NAN, b[4 * width + shape.dim + 1] = NAN;
+    ASSERT_EQ(cudaMemcpy(in_prefill.span().data(), a.data(), a.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(in_decode.span().data(), b.data(), b.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ring.span().data(), ring0.data(), ring0.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(rows_prefill.span().data(), sentinel.data(), prefill_rows * shape.dim * 2, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(rows_decode.span().data(), sentinel.data(), sentinel.size() * 2, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_TRUE(graph.replay());
+    std::vector<cuda::DeviceVerdict> verdict(2);
+    verdicts.download(verdict);
+    std::vector<std::uint16_t> got_prefill(prefill_rows * shape.dim), got_decode(decode_rows * shape.dim);
+    std::vector<float> got_ring(ring0.size());
+    rows_prefill.download(got_prefill);
+    rows_decode.download(got_decode);
+    ring.download(got_ring);
+    if (poisoned) {
+      const auto first = cuda::compress_verdict(verdict[0]), second = cuda::compress_verdict(verdict[1]);
+      ASSERT_FALSE(first.ok() || second.ok()) << "replay " << replay;
+      EXPECT_EQ(first.error(), (CompressError{ce::NonFiniteInput{0, 3 * width + 5}}));
+      EXPECT_EQ(second.error(), (CompressError{ce::NonFiniteInput{0, 4 * width + shape.dim + 1}}));
+      EXPECT_EQ(got_prefill, std::vector<std::uint16_t>(sentinel.begin(), sentinel.begin() + got_prefill.size()));
+      EXPECT_EQ(got_decode, sentinel);
+      EXPECT_EQ(std::memcmp(got_ring.data(), ring0.data(), ring0.size() * 4), 0) << "replay " << replay;
+    } else {
+      std::vector<float> cpu_ring = ring0;
+      std::vector<std::uint16_t> want_prefill(got_prefill.size()), want_decode(got_decode.size());
+      std::vector<std::int32_t> i1(prefill_rows), p1(prefill_rows), i2(decode_rows), p2(decode_rows);
+      ASSERT_TRUE(cpu::compress_prefill(prefill, a, cpu_ring, shape, want_prefill, i1, p1).ok());
+      ASSERT_TRUE(cpu::compress_decode(decode, b, cpu_ring, shape, want_decode, i2, p2).ok());
+      EXPECT_TRUE(cuda::compress_verdict(verdict[0]).ok() && cuda::compress_verdict(verdict[1]).ok())
+          << "replay " << replay;
+      EXPECT_EQ(got_prefill, want_prefill) << "replay " << replay;
+      EXPECT_EQ(got_decode, want_decode) << "replay " << replay;
+      EXPECT_EQ(std::memcmp(got_ring.data(), cpu_ring.data(), cpu_ring.size() * 4), 0) << "replay " << replay;
+    }
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // A captured call whose request table spans several of the pieces a graph carries
 // it in (1500 requests, 48000 bytes: past what a queued call carries in a kernel's
 // parameters, so a queued call copies it from a pinned mirror): its replay, after

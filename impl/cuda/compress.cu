@@ -18,7 +18,8 @@ namespace ce = compress_error;
 using impl::Step;
 
 constexpr unsigned long long kNoError = kNoRefusal;
-constexpr unsigned long long kRingBit = 1ull << 63;  // a refusal naming a ring index
+constexpr unsigned long long kRingBit = 1ull << 63;  // a verdict naming a ring index
+constexpr unsigned long long kRingCode = 1ull << (kRefusalCodeBits - 1);  // the same in a refusal code
 constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
 // Prefill at r = 2 streams its (row, chunk) items through shared memory, this many
 // stages deep (48 KiB a block: 3 x 4 loads of 16 bytes x 256 threads)
@@ -38,6 +39,25 @@ struct RequestMeta {
   std::int64_t start, token_offset, row_offset;
   std::int32_t slot, tokens;
 };
+
+// A call's requests as its kernels take them: in their parameters when the table
+// is short, so a queued call needs no operation before its first kernel (an upload
+// kernel before it cost a prefill of 8 x 512 about 5 us on the H200), else in
+// device memory.
+constexpr std::size_t kRequestsInParameters = 64;
+struct Requests {
+  RequestMeta in_parameters[kRequestsInParameters];
+  const RequestMeta* in_memory;  // nullptr: the table is in_parameters
+  std::size_t count;
+  __device__ const RequestMeta* table() const { return in_memory != nullptr ? in_memory : in_parameters; }
+};
+
+// The caller's verdict from the call's refusal word, read where every refusal has
+// been recorded.
+__device__ inline unsigned long long verdict_of(const RefusalWord& refusals, unsigned long long word) {
+  if (!refusals.refused(word)) return kNoError;
+  return (word & kRingCode ? kRingBit : 0) | (word & (kRingCode - 1));
+}
 
 struct Geometry {
   std::int64_t ratio, ring;  // r, S
@@ -90,14 +110,14 @@ __device__ inline Input input_of(const RequestMeta& q, std::int64_t p, const flo
                                  const Geometry& g) {
   if (p < q.start) {
     const std::size_t at = (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
-    return {ring + at, kRingBit | at};
+    return {ring + at, kRingCode | at};
   }
   const std::size_t at = std::size_t(q.token_offset + p - q.start) * g.width;
   return {projected + at, at};
 }
 
-__device__ inline void report(unsigned long long* error, unsigned long long index) {
-  if (error != nullptr) atomicMin(error, index);
+__device__ inline void report(const RefusalWord& error, unsigned long long code) {
+  if (error.at != nullptr) atomicMin(error.at, error.tag | code);
 }
 
 // `&`, not `&&`: four comparisons into one predicate, where the short circuit
@@ -148,7 +168,7 @@ __device__ inline void store_evict_last(std::uint16_t* at, uint2 v) {
 // four bf16 written (Staged: a prefill's staging buffer, kept in L2).
 template <int R, bool Staged>
 __device__ void channel_quad(const float4 (&s)[R], const float4 (&v)[R], const Input (&in)[R], unsigned d, unsigned D,
-                             unsigned long long* error, std::uint16_t* out) {
+                             const RefusalWord& error, std::uint16_t* out) {
   bool finite = true;
 #pragma unroll
   for (int t = 0; t < R; ++t) finite = finite & all_finite(s[t]) & all_finite(v[t]);
@@ -179,7 +199,7 @@ __device__ void channel_quad(const float4 (&s)[R], const float4 (&v)[R], const I
 // ring_out (so a step reads each of them once).
 template <int R, bool Prefill>
 __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* projected, const float* ring,
-                          const Geometry& g, unsigned long long* error, std::uint16_t* out, unsigned lane,
+                          const Geometry& g, const RefusalWord& error, std::uint16_t* out, unsigned lane,
                           float* ring_out = nullptr) {
   const unsigned D = g.dim;
   if constexpr (R > 0) {
@@ -265,7 +285,7 @@ __device__ std::int64_t row_number(const RequestMeta& q, std::size_t row, std::i
 using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
 __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::size_t row_count,
                              const float* projected, const float* ring, const Geometry& g, std::uint16_t* staged,
-                             std::int32_t* staged_j, unsigned long long* error, Stages& stage) {
+                             std::int32_t* staged_j, const RefusalWord& error, Stages& stage) {
   const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
   const std::size_t warps = warp_count(), w = warp_id(), share = (row_count + warps - 1) / warps;
   const std::size_t first = w * share, last = first + share < row_count ? first + share : row_count;
@@ -339,10 +359,12 @@ __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::si
 // request's pending positions, the ones no row reads. So every input the step
 // reads is checked exactly where it is read.
 template <int R>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_rows(const RequestMeta* requests, std::size_t request_count, std::size_t row_count,
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_rows(const __grid_constant__ Requests table, std::size_t row_count,
                              const float* projected, const float* ring, Geometry g, std::uint16_t* staged,
-                             std::int32_t* staged_j, unsigned long long* error) {
-  wait_for_previous_kernel();  // launched as a programmatic dependent of the metadata's upload
+                             std::int32_t* staged_j, RefusalWord error) {
+  wait_for_previous_kernel();  // launched as a programmatic dependent of the metadata's upload, if any
+  const RequestMeta* requests = table.table();
+  const std::size_t request_count = table.count;
   const unsigned lane = threadIdx.x % 32;
   const std::int64_t r = g.ratio;
   if constexpr (R == 2 && kStreamPairs) {
@@ -379,11 +401,15 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_
 __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* staged_j, std::size_t row_count,
                             unsigned dim, std::int64_t ratio, std::uint16_t* rows, std::int32_t* row_index,
                             std::int32_t* positions, bool vector_rows, unsigned commit_blocks,
-                            const RequestMeta* requests, std::size_t request_count, unsigned keep_depth,
+                            const __grid_constant__ Requests table, unsigned keep_depth,
                             const float* projected, float* ring, Geometry g, bool vector_ring,
-                            const unsigned long long* error) {
+                            RefusalWord refusals, unsigned long long* verdict) {
   wait_for_previous_kernel();
-  if (*error != kNoError) return;
+  const unsigned long long word = *refusals.at;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *verdict = verdict_of(refusals, word);
+  if (refusals.refused(word)) return;
+  const RequestMeta* requests = table.table();
+  const std::size_t request_count = table.count;
   if (blockIdx.x >= commit_blocks) {
     const unsigned x = (blockIdx.x - commit_blocks) % unsigned(request_count);
     const RequestMeta q = requests[x];
@@ -424,9 +450,11 @@ __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* sta
 
 // Decode, pass 1: the model's refusal order, the first non-finite projected value
 // (lowest index), else the lowest non-finite old ring entry a request reads.
-__global__ void validate(const float* projected, std::size_t n, const float* ring, const RequestMeta* requests,
-                         std::size_t request_count, Geometry g, unsigned long long* error) {
-  wait_for_previous_kernel();  // launched as a programmatic dependent of the metadata's upload
+__global__ void validate(const float* projected, std::size_t n, const float* ring,
+                         const __grid_constant__ Requests table, Geometry g, RefusalWord error) {
+  wait_for_previous_kernel();  // launched as a programmatic dependent of the metadata's upload, if any
+  const RequestMeta* requests = table.table();
+  const std::size_t request_count = table.count;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // 16 bytes per load where aligned: this pass reads every input once
@@ -462,15 +490,17 @@ __global__ void validate(const float* projected, std::size_t n, const float* rin
 // Decode, pass 2, only when nothing was refused: token x's position into its ring
 // entry, then its output row, completed when p mod r = r - 1.
 template <int R>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_rows(const RequestMeta* requests, std::size_t request_count, std::size_t token_count,
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_rows(const __grid_constant__ Requests table, std::size_t token_count,
                             const float* projected, float* ring, Geometry g, std::uint16_t* rows,
                             std::int32_t* row_index, std::int32_t* positions, bool vector,
-                            const unsigned long long* error) {
+                            RefusalWord refusals, unsigned long long* verdict) {
   wait_for_previous_kernel();  // launched as a programmatic dependent of validate
-  if (*error != kNoError) return;
+  const unsigned long long word = *refusals.at;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *verdict = verdict_of(refusals, word);
+  if (refusals.refused(word)) return;
   const unsigned lane = threadIdx.x % 32;
   for_each_item(
-      requests, request_count, token_count, [](const RequestMeta& m) { return m.token_offset; },
+      table.table(), table.count, token_count, [](const RequestMeta& m) { return m.token_offset; },
       [&](const RequestMeta& q, std::size_t token) {
         const std::int64_t r = g.ratio, p = q.start + (std::int64_t(token) - q.token_offset);
         const float* from = projected + token * g.width;
@@ -493,7 +523,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_r
         if (j < 0) {
           for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
         } else {
-          group_row<R, false>(q, j, projected, ring, g, nullptr, out, lane, ring);
+          group_row<R, false>(q, j, projected, ring, g, RefusalWord{}, out, lane, ring);
         }
       });
 }
@@ -525,30 +555,37 @@ unsigned resident_grid(std::size_t warps) {
 bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
 // Both steps read each input once where they use it and write nothing the caller
-// sees until the device's verdict word says nothing was refused: prefill computes
+// sees until the call's refusal word says nothing was refused: prefill computes
 // its rows into a staging buffer while checking what it reads, then commits them
 // and the ring's new entries; decode checks its inputs in a first pass, then its
-// ring writes and rows. The pass-2 kernels read the word themselves, so nothing
-// waits between them. Queues a planned, non-empty call, first setting `word` to
-// kNoRefusal with the metadata's upload. 0 or the cudaError_t.
+// ring writes and rows. The pass-2 kernels read the word themselves and write the
+// caller's verdict, so nothing waits between them. Queues a planned, non-empty
+// call. 0 or the cudaError_t.
 int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requests,
            std::span<const float> projected, std::span<float> ring, const CompressShape& shape,
            std::span<std::uint16_t> rows, std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
-           Step step, unsigned long long* word, Stream stream) {
+           Step step, unsigned long long* verdict, Stream stream) {
+  const bool decode = step == Step::Decode;
+  if (decode && plan.tokens == 0)  // nothing read, nothing written
+    return cudaMemsetAsync(verdict, 0xff, sizeof *verdict, stream);
   std::vector<RequestMeta> meta;
   meta.reserve(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i)
     meta.push_back({requests[i].start, std::int64_t(plan.token_offset[i]), std::int64_t(plan.row_offset[i]),
                     requests[i].state_slot, requests[i].tokens});
-  const bool decode = step == Step::Decode;
+  Requests table{};
+  table.count = meta.size();
+  const bool in_parameters = meta.size() <= kRequestsInParameters;
+  if (in_parameters) std::copy(meta.begin(), meta.end(), table.in_parameters);
   const auto round_up = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
-  const std::size_t meta_bytes = round_up(meta.size() * sizeof(RequestMeta));
+  const std::size_t meta_bytes = in_parameters ? 0 : round_up(meta.size() * sizeof(RequestMeta));
   const std::size_t staged_bytes = decode ? 0 : round_up(plan.rows * shape.dim * 2);
   void* scratch = nullptr;
-  if (int e = upload_scratch(meta.data(), meta.size() * sizeof(RequestMeta), stream, &scratch,
-                             meta_bytes + staged_bytes + (decode ? 0 : plan.rows * 4), word))
+  RefusalWord refusals;
+  if (int e = upload_scratch(in_parameters ? nullptr : meta.data(), in_parameters ? 0 : meta.size() * sizeof(RequestMeta),
+                             stream, &scratch, meta_bytes + staged_bytes + (decode ? 0 : plan.rows * 4), &refusals))
     return e;
-  const auto* d_meta = static_cast<const RequestMeta*>(scratch);
+  if (!in_parameters) table.in_memory = static_cast<const RequestMeta*>(scratch);
   auto* staged = reinterpret_cast<std::uint16_t*>(static_cast<char*>(scratch) + meta_bytes);
   auto* staged_j = reinterpret_cast<std::int32_t*>(static_cast<char*>(scratch) + meta_bytes + staged_bytes);
   const Geometry g{shape.ratio, std::int64_t(shape.ring), unsigned(shape.dim), unsigned(2 * shape.dim)};
@@ -558,19 +595,17 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   if (decode) {
     const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
     overlapped(validate, dim3(grid_for(work, 256, 4096) + 1), 256, 0, stream, projected.data(), projected.size(),
-               static_cast<const float*>(ring.data()), static_cast<const RequestMeta*>(d_meta), meta.size(), g, word);
-    if (plan.tokens > 0)
-      with_ratio(R, [&](auto r) {
-        overlapped(decode_rows<r()>, dim3(resident_grid<decode_rows<r()>>(plan.tokens)), int(warp_threads), 0, stream,
-                   static_cast<const RequestMeta*>(d_meta), meta.size(), plan.tokens, projected.data(),
-                   ring.data(), g, rows.data(), row_index.data(), positions.data(), vector,
-                   static_cast<const unsigned long long*>(word));
-      });
+               static_cast<const float*>(ring.data()), table, g, refusals);
+    with_ratio(R, [&](auto r) {
+      overlapped(decode_rows<r()>, dim3(resident_grid<decode_rows<r()>>(plan.tokens)), int(warp_threads), 0, stream,
+                 table, plan.tokens, projected.data(), ring.data(), g, rows.data(), row_index.data(),
+                 positions.data(), vector, refusals, verdict);
+    });
   } else {
     with_ratio(R, [&](auto r) {
       overlapped(prefill_rows<r()>, dim3(resident_grid<prefill_rows<r()>>(plan.rows)), int(warp_threads), 0, stream,
-                 static_cast<const RequestMeta*>(d_meta), meta.size(), plan.rows, projected.data(),
-                 static_cast<const float*>(ring.data()), g, staged, staged_j, word);
+                 table, plan.rows, projected.data(), static_cast<const float*>(ring.data()), g, staged, staged_j,
+                 refusals);
     });
     // the ring's new entries: requests x depth blocks after the row blocks
     std::size_t most = 0;
@@ -580,8 +615,8 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
     overlapped(commit_rows, dim3(commit_blocks + unsigned(meta.size()) * depth), 256, 0, stream,
                static_cast<const std::uint16_t*>(staged), static_cast<const std::int32_t*>(staged_j), plan.rows,
                unsigned(shape.dim), shape.ratio, rows.data(), row_index.data(), positions.data(),
-               aligned(rows.data(), 16), commit_blocks, static_cast<const RequestMeta*>(d_meta), meta.size(), depth,
-               projected.data(), ring.data(), g, vector, static_cast<const unsigned long long*>(word));
+               aligned(rows.data(), 16), commit_blocks, table, depth, projected.data(), ring.data(), g, vector,
+               refusals, verdict);
   }
   int failure = cudaGetLastError();
   // recorded on every path: the call that next takes this buffer waits for it

@@ -96,6 +96,8 @@ struct Scratch {
   // for several microseconds per call, from pinned memory it is queued.
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
+  unsigned long long* refusal_word = nullptr;  // RefusalWord: kNoRefusal when allocated
+  unsigned long long calls = 0;                // on the word since it last held kNoRefusal
 };
 // Calls take the slots in turn, so the host prepares a call while the device still
 // runs the previous one (with one slot it waited for that call to finish reading).
@@ -112,6 +114,7 @@ struct ScratchRings {
       for (Scratch& s : ring.slots) {
         cudaFree(s.buffer);
         cudaFreeHost(s.pinned);
+        cudaFree(s.refusal_word);
         if (s.done) cudaEventDestroy(s.done);
       }
   }
@@ -173,26 +176,38 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
                                              : store_pieces<kLargePiece>(host, bytes, stream, device, reset);
 }
 
+// A tag's bits above the code: each call on a word one less than the call before;
+// all ones is kNoRefusal's, which no call takes.
+constexpr unsigned long long kTagBits = 64 - kRefusalCodeBits, kFirstTag = (1ull << kTagBits) - 2;
+unsigned long long tag_of(unsigned long long calls) { return (kFirstTag + 1 - calls) << kRefusalCodeBits; }
+
 // The captured call's buffer: a stream-ordered allocation (the graph's own memory,
-// freed by release_scratch in the same graph), its metadata stored by kernels.
+// freed by release_scratch in the same graph), its metadata stored by kernels, its
+// refusal word (after `reserve` bytes) reset by the first of them.
 int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stream stream, void** device,
-                    std::size_t reserve, unsigned long long* reset) {
-  if (cudaError_t e = cudaMallocAsync(device, std::max<std::size_t>({bytes, reserve, 1}), stream); e != cudaSuccess)
+                    std::size_t reserve, RefusalWord* refusals) {
+  const std::size_t used = (std::max<std::size_t>({bytes, reserve, 1}) + 7) / 8 * 8;
+  if (cudaError_t e = cudaMallocAsync(device, used + (refusals != nullptr ? 8 : 0), stream); e != cudaSuccess)
     return e;
   ring->captured = *device;
-  if (host != nullptr && bytes > 0) return store_pieces(host, bytes, stream, *device, reset);
-  if (reset != nullptr) return cudaMemsetAsync(reset, 0xff, sizeof *reset, stream);
+  unsigned long long* word = nullptr;
+  if (refusals != nullptr) {
+    word = reinterpret_cast<unsigned long long*>(static_cast<char*>(*device) + used);
+    *refusals = {word, tag_of(1)};
+  }
+  if (host != nullptr && bytes > 0) return store_pieces(host, bytes, stream, *device, word);
+  if (word != nullptr) return cudaMemsetAsync(word, 0xff, sizeof *word, stream);
   return 0;
 }
 }  // namespace
 
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve,
-                   unsigned long long* reset) {
+                   RefusalWord* refusals) {
   ScratchRing* ring = nullptr;
   if (int e = current_ring(&ring)) return e;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
-  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, reset);
+  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, refusals);
   ring->current = (ring->current + 1) % kScratchSlots;
   Scratch* s = &ring->slots[ring->current];
   if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
@@ -204,12 +219,22 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
     s->bytes = needed;
   }
   *device = s->buffer;
+  if (refusals != nullptr) {
+    if (s->refusal_word == nullptr) {
+      if (cudaError_t e = cudaMalloc(&s->refusal_word, sizeof *s->refusal_word); e != cudaSuccess) return e;
+      s->calls = kFirstTag + 1;  // reset below
+    }
+    if (++s->calls > kFirstTag) {  // every tag taken (or a new word): back to kNoRefusal
+      if (cudaError_t e = cudaMemsetAsync(s->refusal_word, 0xff, sizeof *s->refusal_word, stream); e != cudaSuccess)
+        return e;
+      s->calls = 1;
+    }
+    *refusals = {s->refusal_word, tag_of(s->calls)};
+  }
+  if (bytes == 0 || host == nullptr) return 0;
   // a table that fits one kernel's parameters goes with a kernel: a copy from the
   // host is a copy engine's operation the next kernel waits for
-  if (host != nullptr && bytes > 0 && bytes <= sizeof(Piece<kLargePiece>)) return store_pieces(host, bytes, stream, s->buffer, reset);
-  if (reset != nullptr)
-    if (cudaError_t e = cudaMemsetAsync(reset, 0xff, sizeof *reset, stream); e != cudaSuccess) return e;
-  if (bytes == 0 || host == nullptr) return 0;
+  if (bytes <= sizeof(Piece<kLargePiece>)) return store_pieces(host, bytes, stream, s->buffer, nullptr);
   if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
     cudaFreeHost(s->pinned);
     s->pinned = nullptr;

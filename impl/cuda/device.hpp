@@ -23,7 +23,10 @@ int device_count();
 // back at every synchronize). Besides the checking kernels, only a call's first
 // kernel writes the word, to reset it. `detail` holds what a call records on the
 // device for the host (a refused lane's row and block; the top-k's count of rows
-// finished the slow way), so the host needs no further copies.
+// finished the slow way), so the host needs no further copies. (Compression
+// records its refusals in a RefusalWord of its own instead and its writing kernels
+// set the verdict from it: a queued call then needs no reset before its first
+// kernel.)
 struct DeviceVerdict {
   unsigned long long refusal;
   long long detail[2];
@@ -48,6 +51,26 @@ int end_verdict(const Verdict& verdict, Stream stream);
 // cannot say or the device cannot hold one such block.
 std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared = 0);
 
+// A word a call's checking kernels atomicMin refusals into, as `tag | code` with
+// code < 2^kRefusalCodeBits, without resetting it first: the word stays with the
+// scratch buffer the call holds, and each call on it gets a smaller tag than every
+// call before it, so what earlier calls left there is larger than anything this
+// call records and reads as "no refusal" (refused(word) below). This spares a
+// queued call an operation before its first kernel (a reset cost a prefill of
+// 8 x 512 about 5 us on the H200). A call captured in a graph gets a word in its
+// own buffer, reset in the graph at every replay.
+inline constexpr int kRefusalCodeBits = 47;
+struct RefusalWord {
+  unsigned long long* at = nullptr;
+  unsigned long long tag = 0;  // the call's tag, in the bits above the code
+#if defined(__CUDACC__)
+  __host__ __device__
+#endif
+  bool refused(unsigned long long word) const {
+    return word >> kRefusalCodeBits == tag >> kRefusalCodeBits;
+  }
+};
+
 // A call's metadata, built on the host, in one of two per-thread, per-device
 // device buffers grown on demand and taken in turn (so the host can prepare a call
 // while the device runs the previous one): upload_scratch waits until the call
@@ -59,8 +82,10 @@ std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic
 // captured in a CUDA graph gets a buffer of its own instead (allocated and freed
 // in the graph, the copied bytes kept in the graph), so its replays read what the
 // call was given. 0 or the cudaError_t.
+//
+// `refusals` (if given) receives the call's own refusal word (see RefusalWord).
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0,
-                   unsigned long long* reset = nullptr);
+                   RefusalWord* refusals = nullptr);
 int release_scratch(Stream stream);
 
 }  // namespace aether::cuda
