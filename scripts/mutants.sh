@@ -159,7 +159,7 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
 cuda_mutant compress cuda-captured-refusals-not-reset impl/cuda/device.cu \
-  's|  if (word != nullptr) return cudaMemsetAsync(word, 0xff, sizeof \*word, stream);||'
+  's|    reset_refusals<<<1, 32, 0, stream>>>(word);||'
 cuda_mutant compress cuda-every-call-the-same-tag impl/cuda/device.cu \
   's|unsigned long long tag_of(unsigned long long calls) { return (kFirstTag + 1 - calls) << kRefusalCodeBits; }|unsigned long long tag_of(unsigned long long) { return kFirstTag << kRefusalCodeBits; }|'
 cuda_mutant compress cuda-clean-verdict-not-written impl/cuda/compress.cu \

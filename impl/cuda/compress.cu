@@ -41,9 +41,8 @@ struct RequestMeta {
 };
 
 // A call's requests as its kernels take them: in their parameters when the table
-// is short, so a queued call needs no operation before its first kernel (an upload
-// kernel before it cost a prefill of 8 x 512 about 5 us on the H200), else in
-// device memory.
+// is short, so a queued call needs no operation before its first kernel (see
+// RefusalWord for what that saves), else in device memory.
 constexpr std::size_t kRequestsInParameters = 64;
 struct Requests {
   RequestMeta in_parameters[kRequestsInParameters];
