@@ -76,8 +76,9 @@ struct RefusalWord {
 // device buffers grown on demand and taken in turn (so the host can prepare a call
 // while the device runs the previous one): upload_scratch waits until the call
 // that last used the buffer has finished reading it (release_scratch recorded that
-// point on its stream), then copies `bytes` from `host` on `stream` (host nullptr:
-// no copy, the buffer is only reserved). The buffer holds at least max(bytes,
+// point on its stream), then copies `bytes` from `host` on `stream` (by a kernel
+// carrying them in its parameters up to 32000 bytes, else from a pinned mirror;
+// host nullptr: no copy, the buffer is only reserved). The buffer holds at least max(bytes,
 // reserve) bytes: room for device-only work after the copied part. Every
 // upload_scratch is followed by its release_scratch before the next. A call
 // captured in a CUDA graph gets a buffer of its own instead (allocated and freed
