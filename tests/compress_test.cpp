@@ -444,18 +444,11 @@ class CapturedCalls {
   bool ok_ = false;
 };
 
-// n draws of a standard normal
-std::vector<float> normal_values(std::mt19937& rng, std::size_t n) {
-  std::normal_distribution<float> normal;
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
-
 // A prefill and then a decode step over one ring, captured into a CUDA graph with
-// the buffers they read and write. replay(a, b, fill) loads the steps' inputs, sets
-// the ring back to ring0 and every output row to `fill`, replays the graph and
-// returns what it left; cpu(a, b) is what the CPU backend gives for the same.
+// the buffers they read and write; the ring starts as standard normal draws from
+// `seed`, and random(n) draws the same way. replay(a, b, fill) loads the steps'
+// inputs, sets the ring back to ring0() and every output row to `fill`, replays
+// the graph and returns what it left; cpu(a, b) is what the CPU backend gives.
 class CapturedSteps {
  public:
   struct Outcome {
@@ -464,8 +457,9 @@ class CapturedSteps {
     std::vector<cuda::DeviceVerdict> verdicts{2};
   };
   CapturedSteps(const CompressShape& shape, std::vector<CompressRequest> prefill,
-                std::vector<CompressRequest> decode, std::vector<float> ring0)
-      : shape_(shape), prefill_(std::move(prefill)), decode_(std::move(decode)), ring0_(std::move(ring0)),
+                std::vector<CompressRequest> decode, unsigned seed)
+      : shape_(shape), prefill_(std::move(prefill)), decode_(std::move(decode)), rng_(seed),
+        ring0_(random(shape.state_slots * shape.ring * 2 * shape.dim)),
         prefill_rows_(rows_of(prefill_, shape.ratio)), decode_rows_(rows_of(decode_, 0)),
         ring_{std::span<const float>(ring0_)}, in_prefill_{std::vector<float>(inputs_of(prefill_))},
         in_decode_{std::vector<float>(inputs_of(decode_))}, rows_prefill_{std::vector<std::uint16_t>(prefill_rows_ * shape.dim)},
@@ -483,6 +477,13 @@ class CapturedSteps {
                      .ok();
         }) {}
   bool ok() const { return graph_.ok(); }
+  const std::vector<float>& ring0() const { return ring0_; }
+  std::vector<float> random(std::size_t n) {
+    std::normal_distribution<float> normal;
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng_);
+    return v;
+  }
   cudaStream_t stream() const { return graph_.stream(); }
   std::size_t prefill_inputs() const { return inputs_of(prefill_); }
   std::size_t decode_inputs() const { return inputs_of(decode_); }
@@ -541,6 +542,7 @@ class CapturedSteps {
 
   CompressShape shape_;
   std::vector<CompressRequest> prefill_, decode_;
+  std::mt19937 rng_;
   std::vector<float> ring0_;
   std::size_t prefill_rows_, decode_rows_;
   props::DeviceBuffer<float> ring_, in_prefill_, in_decode_;
@@ -560,18 +562,14 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   const CompressShape shape{2, 64, 7, 4};
-  const std::size_t width = 2 * shape.dim;
-  std::mt19937 rng(29);
-  const auto random = [&](std::size_t n) { return normal_values(rng, n); };
-  const std::vector<float> ring0 = random(shape.state_slots * shape.ring * width);
-  CapturedSteps steps(shape, {{0, 0, 5}, {2, 0, 6}, {1, 0, 3}}, {{0, 5, 3}, {2, 6, 2}, {1, 3, 3}}, ring0);
+  CapturedSteps steps(shape, {{0, 0, 5}, {2, 0, 6}, {1, 0, 3}}, {{0, 5, 3}, {2, 6, 2}, {1, 3, 3}}, 29);
   ASSERT_TRUE(steps.ok());
   props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
   for (int replay = 0; replay < 2; ++replay) {
     // other requests, eagerly, through both scratch buffers
     for (int other = 0; other < 2; ++other) {
       const std::vector<CompressRequest> them{{3, 100 + other, 4}};
-      props::DeviceBuffer<float> in{random(4 * width)}, ring_other{std::span<const float>(ring0)};
+      props::DeviceBuffer<float> in{steps.random(4 * 2 * shape.dim)}, ring_other{std::span<const float>(steps.ring0())};
       props::DeviceBuffer<std::uint16_t> out{std::vector<std::uint16_t>(2 * shape.dim)};
       props::DeviceBuffer<std::int32_t> idx{std::vector<std::int32_t>(2)}, pos{std::vector<std::int32_t>(2)};
       ASSERT_TRUE(cuda::enqueue_compress_prefill(them, in.span(), ring_other.span(), shape, out.span(), idx.span(),
@@ -579,7 +577,7 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
                       .ok());
       ASSERT_EQ(cudaStreamSynchronize(steps.stream()), cudaSuccess);
     }
-    const std::vector<float> a = random(steps.prefill_inputs()), b = random(steps.decode_inputs());
+    const std::vector<float> a = steps.random(steps.prefill_inputs()), b = steps.random(steps.decode_inputs());
     CapturedSteps::expect_clean(steps.replay(a, b, 0), steps.cpu(a, b), replay);
   }
 #else
@@ -597,15 +595,12 @@ TEST(CompressCuda, each_replay_of_a_captured_call_refuses_by_its_own_inputs) {
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   const CompressShape shape{2, 8, 7, 2};
   const std::size_t width = 2 * shape.dim;
-  std::mt19937 rng(37);
-  const auto random = [&](std::size_t n) { return normal_values(rng, n); };
-  const std::vector<float> ring0 = random(shape.state_slots * shape.ring * width);
-  CapturedSteps steps(shape, {{0, 0, 4}, {1, 0, 5}}, {{0, 4, 2}, {1, 5, 3}}, ring0);
+  CapturedSteps steps(shape, {{0, 0, 4}, {1, 0, 5}}, {{0, 4, 2}, {1, 5, 3}}, 37);
   ASSERT_TRUE(steps.ok());
   constexpr std::uint16_t kUntouched = 0x7777;
   for (int replay = 0; replay < 4; ++replay) {
     const bool poisoned = replay % 2 == 1;
-    std::vector<float> a = random(steps.prefill_inputs()), b = random(steps.decode_inputs());
+    std::vector<float> a = steps.random(steps.prefill_inputs()), b = steps.random(steps.decode_inputs());
     // prefill: request 0's position 3, score channel 5; decode: request 1's position 7, latent channel 1
     if (poisoned) a[3 * width + 5] = NAN, b[4 * width + shape.dim + 1] = NAN;
     const CapturedSteps::Outcome got = steps.replay(a, b, kUntouched);
@@ -616,7 +611,7 @@ TEST(CompressCuda, each_replay_of_a_captured_call_refuses_by_its_own_inputs) {
       EXPECT_EQ(second.error(), (CompressError{ce::NonFiniteInput{0, 4 * width + shape.dim + 1}}));
       EXPECT_EQ(got.prefill, std::vector<std::uint16_t>(got.prefill.size(), kUntouched));
       EXPECT_EQ(got.decode, std::vector<std::uint16_t>(got.decode.size(), kUntouched));
-      EXPECT_EQ(std::memcmp(got.ring.data(), ring0.data(), ring0.size() * 4), 0) << "replay " << replay;
+      EXPECT_EQ(std::memcmp(got.ring.data(), steps.ring0().data(), got.ring.size() * 4), 0) << "replay " << replay;
     } else {
       CapturedSteps::expect_clean(got, steps.cpu(a, b), replay);
     }
