@@ -275,8 +275,8 @@ __device__ std::int64_t row_number(const RequestMeta& q, std::size_t row, std::i
   return e / r == s / r ? -1 : s / r + (std::int64_t(row) - q.row_offset);
 }
 
-// Prefill rows [first, last) at r = 2 (16-byte loads) as a stream of (row,
-// 128-channel chunk) items: each lane's four loads of an item are copied into
+// This warp's share of the prefill rows (a run of consecutive rows) at r = 2
+// (16-byte loads) as a stream of (row, 128-channel chunk) items: each lane's four loads of an item are copied into
 // shared memory asynchronously, kStreamStages - 1 items ahead of their
 // arithmetic and across row boundaries. (Loading into registers kept two chunks
 // of one row in flight and started each row cold: 55% of DRAM bandwidth with the
