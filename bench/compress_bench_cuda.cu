@@ -22,7 +22,38 @@
 using namespace aether;
 using namespace aether::bench;
 
+struct Case { std::string name; bool decode; std::size_t requests; std::int32_t tokens; std::int64_t start; };
+
+// STEP:REQUESTS[:START]: prefill chunks of 512 tokens (from position 1 unless
+// START says otherwise) or decode steps of 6 (from 1001); false if it is not that.
+bool parse_case(const std::string& arg, Case& c) {
+  const std::size_t colon = arg.find(':');
+  c.name = arg.substr(0, colon);
+  c.decode = c.name == "decode";
+  if (colon == std::string::npos || (!c.decode && c.name != "prefill")) return false;
+  char* end = nullptr;
+  const long long requests = std::strtoll(arg.c_str() + colon + 1, &end, 10);
+  c.start = c.decode ? 1001 : 1;
+  if (*end == ':') {
+    const char* digits = end + 1;
+    c.start = std::strtoll(digits, &end, 10);
+    if (end == digits) return false;
+  }
+  c.requests = std::size_t(requests);
+  c.tokens = c.decode ? 6 : 512;
+  return requests > 0 && c.start >= 0 && *end == '\0' && end != arg.c_str() + colon + 1;
+}
+
 int main(int argc, char** argv) {
+  std::vector<Case> cases{{"prefill", false, 8, 512, 0},     {"prefill", false, 64, 512, 1},
+                          {"decode", true, 256, 6, 1001},    {"decode", true, 4096, 6, 1001}};
+  if (argc > 1) cases.assign(std::size_t(argc - 1), Case{});  // argv names the cases to time instead
+  for (int i = 1; i < argc; ++i)
+    if (!parse_case(argv[i], cases[std::size_t(i - 1)])) {
+      std::fprintf(stderr, "compress_bench_cuda: '%s' is not STEP:REQUESTS[:START] (prefill or decode, REQUESTS > 0, START >= 0)\n",
+                   argv[i]);
+      return 2;
+    }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("compress_bench_cuda: no CUDA device visible, nothing timed\n");
@@ -31,18 +62,7 @@ int main(int argc, char** argv) {
   bool ok = true;
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
-  struct Case { const char* name; bool decode; std::size_t requests; std::int32_t tokens; std::int64_t start; };
-  const Case cases[] = {{"prefill", false, 8, 512, 0},     {"prefill", false, 64, 512, 1},
-                        {"decode", true, 256, 6, 1001},    {"decode", true, 4096, 6, 1001}};
-  // argv may name cases as STEP:REQUESTS (prefill:64 decode:4096) to time only those
-  const auto chosen = [&](const Case& c) {
-    if (argc < 2) return true;
-    for (int i = 1; i < argc; ++i)
-      if (std::string(argv[i]) == std::string(c.name) + ":" + std::to_string(c.requests)) return true;
-    return false;
-  };
   for (const Case& c : cases) {
-    if (!chosen(c)) continue;
     const CompressShape shape{2, 512, 7, c.requests};
     const std::size_t width = 2 * shape.dim;
     std::vector<CompressRequest> requests;
@@ -85,7 +105,7 @@ int main(int argc, char** argv) {
     check(cudaMemcpy(got.data(), d_rows, got.size() * 2, cudaMemcpyDeviceToHost), "download");
     check(cudaMemcpy(gpu_ring.data(), d_ring, gpu_ring.size() * 4, cudaMemcpyDeviceToHost), "download");
     if (got != want || gpu_ring != cpu_ring) {
-      std::printf("MISMATCH %s requests=%zu\n", c.name, c.requests);
+      std::printf("MISMATCH %s requests=%zu\n", c.name.c_str(), c.requests);
       ok = false;
     }
     // Repeated calls rewrite the same ring entries with the same inputs: the timed
@@ -125,7 +145,7 @@ int main(int argc, char** argv) {
     const double moved = double(projected.size()) * 4 + double(rows) * shape.dim * 2 + ring_written + ring_read;
     const double copy_bw = 2.0 * double(projected.size()) * 4 / t_copy, ours = moved / t_call;
     std::printf("%s %zu x %d tokens (%.1f MiB in): %.1f us, %.2f TB/s effective; copy %.1f us (%.2f TB/s); %.0f%% of copy bandwidth; host wall time per call %.1f us; queued %.1f us, %.0f%% of copy bandwidth; graph %.1f us, %.0f%%\n",
-                c.name, c.requests, c.tokens, projected.size() * 4 / 1048576.0, t_call, ours / 1e6, t_copy,
+                c.name.c_str(), c.requests, c.tokens, projected.size() * 4 / 1048576.0, t_call, ours / 1e6, t_copy,
                 copy_bw / 1e6, 100 * ours / copy_bw, t_host, t_queued, 100 * moved / t_queued / copy_bw, t_graph,
                 100 * moved / t_graph / copy_bw);
     cudaFree(d_projected);
