@@ -157,7 +157,15 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
-  's|      if (!isfinite(projected\[k\])) report(error, k);|      if (false) report(error, k);|'
+  's|    check_run<1>(projected + from, to - from, from, error, lane);||'
+cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress.cu \
+  's|      check_run<8>(in.at, g.width, in.index, error, lane);||'
+cuda_mutant compress cuda-check-run-skips-its-last-load impl/cuda/compress.cu \
+  's|      if (base + 32 \* k < vectors \&\& !all_finite(x\[k\]))|      if (k + 1 < kLoads \&\& base + 32 * k < vectors \&\& !all_finite(x[k]))|'
+cuda_mutant compress cuda-check-run-names-the-quad impl/cuda/compress.cu \
+  's|          if (!isfinite(at\[i\])) report(error, index + i);|          if (!isfinite(at[i])) report(error, index + 4 * (base + 32 * k));|'
+cuda_mutant compress cuda-search-takes-the-request-before impl/cuda/compress.cu \
+  's|std::size_t(offset(requests\[probe(lane)\])) <= x;|std::size_t(offset(requests[probe(lane)])) < x;|'
 cuda_mutant compress cuda-captured-refusals-not-reset impl/cuda/device.cu \
   's|    reset_refusals<<<1, 32, 0, stream>>>(word);||'
 cuda_mutant compress cuda-every-call-the-same-tag impl/cuda/device.cu \
