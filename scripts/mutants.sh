@@ -164,8 +164,8 @@ cuda_mutant compress cuda-check-run-skips-its-last-load impl/cuda/compress.cu \
   's|      if (base + 32 \* k < vectors \&\& !all_finite(x\[k\]))|      if (k + 1 < kLoads \&\& base + 32 * k < vectors \&\& !all_finite(x[k]))|'
 cuda_mutant compress cuda-check-run-names-the-quad impl/cuda/compress.cu \
   's|          if (!isfinite(at\[i\])) report(error, index + i);|          if (!isfinite(at[i])) report(error, index + 4 * (base + 32 * k));|'
-cuda_mutant compress cuda-search-takes-the-request-before impl/cuda/compress.cu \
-  's|std::size_t(offset(requests\[probe(lane)\])) <= x;|std::size_t(offset(requests[probe(lane)])) < x;|'
+cuda_mutant compress cuda-search-overshoots-a-request-start impl/cuda/compress.cu \
+  's|std::size_t(offset(requests\[probe(lane)\])) <= x;|std::size_t(offset(requests[probe(lane)])) <= x + 1;|'
 cuda_mutant compress cuda-captured-refusals-not-reset impl/cuda/device.cu \
   's|    reset_refusals<<<1, 32, 0, stream>>>(word);||'
 cuda_mutant compress cuda-every-call-the-same-tag impl/cuda/device.cu \

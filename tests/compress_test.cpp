@@ -344,6 +344,8 @@ TEST_P(Compress, refusals_name_the_problem_and_write_nothing) {
   nan_ring[7 * 4 + 2 * 4 + 2] = INFINITY;  // slot 1, entry 2: old position 2, read by pair (2, 3)
   refused(false, {{1, 3, 1}}, {2, 2, 7, 2}, std::vector<float>(in.begin(), in.begin() + 4), nan_ring, 1,
           ce::NonFiniteInput{1, 7 * 4 + 2 * 4 + 2});
+  refused(true, {{1, 3, 1}}, {2, 2, 7, 2}, std::vector<float>(in.begin(), in.begin() + 4), nan_ring, 1,
+          ce::NonFiniteInput{1, 7 * 4 + 2 * 4 + 2});  // decode reads it too
   // An entry the step does not read may hold anything.
   std::vector<float> stale_ring = ring;
   stale_ring[7 * 4 + 5 * 4] = NAN;

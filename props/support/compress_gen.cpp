@@ -187,7 +187,22 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
     c.ring.assign(split, all.projected.end());
     if (*gen::inRange(0, 30) == 0 && !c.projected.empty())
       c.projected[*gen::inRange<std::size_t>(0, c.projected.size())] = *gen::element(NAN, INFINITY, -INFINITY);
-    if (*gen::inRange(0, 10) == 0) c.ring[*gen::inRange<std::size_t>(0, c.ring.size())] = *gen::element(NAN, INFINITY);
+    // Old entries a step reads (positions r floor(s/r) .. s-1 of a request that
+    // completes a row) are few among the ring's: a random entry seldom hits one.
+    std::vector<std::size_t> read_entries;
+    const std::int64_t r = c.shape.ratio, S = std::int64_t(c.shape.ring);
+    for (const auto& q : c.requests)
+      if (q.state_slot >= 0 && std::size_t(q.state_slot) < c.shape.state_slots && q.start >= 0 && q.tokens > 0 &&
+          (q.start + q.tokens) / r > q.start / r)
+        for (std::int64_t p = q.start / r * r; p < q.start; ++p)
+          read_entries.push_back(std::size_t(q.state_slot * S + p % S));
+    if (*gen::inRange(0, 10) == 0) {
+      const std::size_t width = 2 * c.shape.dim;
+      const std::size_t at = read_entries.empty() || *gen::arbitrary<bool>()
+                                 ? *gen::inRange<std::size_t>(0, c.ring.size())
+                                 : *gen::elementOf(read_entries) * width + *gen::inRange<std::size_t>(0, width);
+      c.ring[at] = *gen::element(NAN, INFINITY);
+    }
     for (const auto& q : c.requests)
       if (q.start >= 0 && q.tokens >= 0)
         c.rows += c.decode ? std::size_t(q.tokens)
