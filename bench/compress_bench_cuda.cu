@@ -4,8 +4,10 @@
 // back (its verdict left on the device) and the queued call in a CUDA graph,
 // against a device copy of the projected input in the same run (SPEC section 4:
 // at least 70% of copy bandwidth). Effective bandwidth counts the bytes the step
-// must move: projected read, rows written, ring entries read and written. Checked
-// against the CPU first.
+// must move: projected read, rows written, ring entries read and written. Calls
+// and copies rotate through input sets that together exceed the L2 four times, so
+// small calls are timed from DRAM, not from what the last call left in L2.
+// Checked against the CPU first.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -76,23 +78,32 @@ int main(int argc, char** argv) {
     std::vector<float> projected(tokens * width), ring(shape.state_slots * shape.ring * width);
     for (float& x : projected) x = normal(rng);
     for (float& x : ring) x = normal(rng);
-    float *d_projected, *d_ring, *d_copy;
-    std::uint16_t* d_rows;
-    std::int32_t *d_index, *d_positions;
+    // Each set: the call's buffers and the copy's destination, the same inputs in
+    // every set. The timings rotate through the sets (bench/cuda_timing.cuh).
+    struct Set {
+      float *projected, *ring, *copy;
+      std::uint16_t* rows;
+      std::int32_t *index, *positions;
+    };
+    std::vector<Set> sets(rotation_sets(projected.size() * 8 + ring.size() * 4 + rows * (shape.dim * 2 + 8)));
+    for (Set& s : sets) {
+      check(cudaMalloc(&s.projected, projected.size() * 4), "malloc");
+      check(cudaMalloc(&s.ring, ring.size() * 4), "malloc");
+      check(cudaMalloc(&s.copy, projected.size() * 4), "malloc");
+      check(cudaMalloc(&s.rows, rows * shape.dim * 2), "malloc");
+      check(cudaMalloc(&s.index, rows * 4), "malloc");
+      check(cudaMalloc(&s.positions, rows * 4), "malloc");
+      check(cudaMemcpy(s.projected, projected.data(), projected.size() * 4, cudaMemcpyHostToDevice), "upload");
+      check(cudaMemcpy(s.ring, ring.data(), ring.size() * 4, cudaMemcpyHostToDevice), "upload");
+    }
+    std::size_t turn = 0;
+    const auto next_set = [&]() -> const Set& { return sets[turn++ % sets.size()]; };
     cuda::DeviceVerdict* d_verdict;
     check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
-    check(cudaMalloc(&d_projected, projected.size() * 4), "malloc");
-    check(cudaMalloc(&d_ring, ring.size() * 4), "malloc");
-    check(cudaMalloc(&d_copy, projected.size() * 4), "malloc");
-    check(cudaMalloc(&d_rows, rows * shape.dim * 2), "malloc");
-    check(cudaMalloc(&d_index, rows * 4), "malloc");
-    check(cudaMalloc(&d_positions, rows * 4), "malloc");
-    check(cudaMemcpy(d_projected, projected.data(), projected.size() * 4, cudaMemcpyHostToDevice), "upload");
-    check(cudaMemcpy(d_ring, ring.data(), ring.size() * 4, cudaMemcpyHostToDevice), "upload");
-    const auto call = [&] {
+    const auto call = [&](const Set& s) {
       const auto f = c.decode ? cuda::compress_decode : cuda::compress_prefill;
-      return f(requests, {d_projected, projected.size()}, {d_ring, ring.size()}, shape, {d_rows, rows * shape.dim},
-               {d_index, rows}, {d_positions, rows}, nullptr);
+      return f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape, {s.rows, rows * shape.dim},
+               {s.index, rows}, {s.positions, rows}, nullptr);
     };
     // Check once against the CPU on copies of the same inputs.
     std::vector<float> cpu_ring = ring;
@@ -100,39 +111,41 @@ int main(int argc, char** argv) {
     std::vector<std::int32_t> index(rows), positions(rows);
     (void)(c.decode ? cpu::compress_decode : cpu::compress_prefill)(requests, projected, cpu_ring, shape, want, index,
                                                                     positions);
-    if (!call()) ok = false;
+    if (!call(sets[0])) ok = false;
     std::vector<float> gpu_ring(ring.size());
-    check(cudaMemcpy(got.data(), d_rows, got.size() * 2, cudaMemcpyDeviceToHost), "download");
-    check(cudaMemcpy(gpu_ring.data(), d_ring, gpu_ring.size() * 4, cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(got.data(), sets[0].rows, got.size() * 2, cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(gpu_ring.data(), sets[0].ring, gpu_ring.size() * 4, cudaMemcpyDeviceToHost), "download");
     if (got != want || gpu_ring != cpu_ring) {
       std::printf("MISMATCH %s requests=%zu\n", c.name.c_str(), c.requests);
       ok = false;
     }
     // Repeated calls rewrite the same ring entries with the same inputs: the timed
     // work is the same every time.
-    const float t_call = median_us(nullptr, [&] { (void)call(); }, 1);
+    const float t_call = median_us(nullptr, [&] { (void)call(next_set()); }, 1);
     // The host's side of the same calls (each waits for its verdict): beside the
     // event time it shows how much of a call is the host's own work.
     const auto h0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 20; ++i) (void)call();
+    for (int i = 0; i < 20; ++i) (void)call(next_set());
     const double t_host = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / 20;
     // The queued call, back to back like the copy: the device's time per call with
     // the host's work overlapped (its verdict stays on the device).
     const auto queue_on = [&](cudaStream_t stream) {
       const auto f = c.decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
-      if (!f(requests, {d_projected, projected.size()}, {d_ring, ring.size()}, shape, {d_rows, rows * shape.dim},
-             {d_index, rows}, {d_positions, rows}, d_verdict, stream))
+      const Set& s = next_set();
+      if (!f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape, {s.rows, rows * shape.dim},
+             {s.index, rows}, {s.positions, rows}, d_verdict, stream))
         std::exit(1);
     };
     const float t_queued = median_us(nullptr, [&] { queue_on(nullptr); });
     // The same call captured in a CUDA graph (SPEC section 4: small launches are
     // launch-bound): what the device spends without the host's launches.
-    const float t_graph = graph_us(stream, [&] { queue_on(stream); });
+    const float t_graph = graph_us(stream, [&] { queue_on(stream); }, sets.size());
     cuda::DeviceVerdict verdict;
     check(cudaMemcpy(&verdict, d_verdict, sizeof verdict, cudaMemcpyDeviceToHost), "download");
     if (!cuda::compress_verdict(verdict)) ok = false;
     const float t_copy = median_us(nullptr, [&] {
-      check(cudaMemcpyAsync(d_copy, d_projected, projected.size() * 4, cudaMemcpyDeviceToDevice), "copy");
+      const Set& s = next_set();
+      check(cudaMemcpyAsync(s.copy, s.projected, projected.size() * 4, cudaMemcpyDeviceToDevice), "copy");
     });
     // Bytes the step must move: projected read, rows written, ring entries written
     // (prefill: a chunk's last S positions; decode: every position) and the old
@@ -144,16 +157,13 @@ int main(int argc, char** argv) {
     const double ring_read = double(c.requests * std::size_t(c.start % shape.ratio)) * entry;
     const double moved = double(projected.size()) * 4 + double(rows) * shape.dim * 2 + ring_written + ring_read;
     const double copy_bw = 2.0 * double(projected.size()) * 4 / t_copy, ours = moved / t_call;
-    std::printf("%s %zu x %d tokens (%.1f MiB in): %.1f us, %.2f TB/s effective; copy %.1f us (%.2f TB/s); %.0f%% of copy bandwidth; host wall time per call %.1f us; queued %.1f us, %.0f%% of copy bandwidth; graph %.1f us, %.0f%%\n",
-                c.name.c_str(), c.requests, c.tokens, projected.size() * 4 / 1048576.0, t_call, ours / 1e6, t_copy,
+    std::printf("%s %zu x %d tokens (%.1f MiB in, %zu input sets): %.1f us, %.2f TB/s effective; copy %.1f us (%.2f TB/s); %.0f%% of copy bandwidth; host wall time per call %.1f us; queued %.1f us, %.0f%% of copy bandwidth; graph %.1f us, %.0f%%\n",
+                c.name.c_str(), c.requests, c.tokens, projected.size() * 4 / 1048576.0, sets.size(), t_call, ours / 1e6, t_copy,
                 copy_bw / 1e6, 100 * ours / copy_bw, t_host, t_queued, 100 * moved / t_queued / copy_bw, t_graph,
                 100 * moved / t_graph / copy_bw);
-    cudaFree(d_projected);
-    cudaFree(d_ring);
-    cudaFree(d_copy);
-    cudaFree(d_rows);
-    cudaFree(d_index);
-    cudaFree(d_positions);
+    for (const Set& s : sets)
+      for (void* p : {(void*)s.projected, (void*)s.ring, (void*)s.copy, (void*)s.rows, (void*)s.index, (void*)s.positions})
+        cudaFree(p);
     cudaFree(d_verdict);
   }
   cudaStreamDestroy(stream);

@@ -46,18 +46,33 @@ inline float median_us(cudaStream_t stream, const std::function<void()>& fn, int
   return t[kReps / 2];
 }
 
-// Median per-launch time of a graph of kGraphBatch launches of fn on `stream`.
-inline float graph_us(cudaStream_t stream, const std::function<void()>& fn) {
+// Median per-launch time of a graph of `calls` (at least kGraphBatch) launches of
+// fn on `stream`: as many as the input sets fn rotates through, so a replay takes
+// every set.
+inline float graph_us(cudaStream_t stream, const std::function<void()>& fn, std::size_t calls = kGraphBatch) {
+  calls = std::max<std::size_t>(calls, kGraphBatch);
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
-  for (int i = 0; i < kGraphBatch; ++i) fn();
+  for (std::size_t i = 0; i < calls; ++i) fn();
   check(cudaStreamEndCapture(stream, &graph), "end capture");
   check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
   const float us = median_us(stream, [&] { check(cudaGraphLaunch(exec, stream), "graph launch"); }, 1);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  return us / kGraphBatch;
+  return us / float(calls);
+}
+
+// How many copies of a call's buffers (`bytes` each) a benchmark rotates through
+// so that no call finds its inputs in L2, left there by the call before
+// (.library/device/METHOD.md: repeated runs over one buffer measure the cache):
+// together at least four times the device's L2. A copy timed as the ceiling
+// rotates the same way.
+inline std::size_t rotation_sets(std::size_t bytes) {
+  int device = 0, l2 = 0;
+  check(cudaGetDevice(&device), "device");
+  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 size");
+  return std::max<std::size_t>(1, (4 * std::size_t(l2) + bytes - 1) / std::max<std::size_t>(bytes, 1));
 }
 
 // Reading a buffer once, nothing else: the floor under any pass that reads it.

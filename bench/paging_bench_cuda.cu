@@ -6,7 +6,9 @@
 // (enqueue_paged_slots, back to back like the copy) and the queued call in a CUDA
 // graph. Two ratios: copy time / slot time for the same lanes, and the bandwidth
 // the call reaches on the bytes it must move (rows in, slots out, each distinct
-// table entry it uses) over the copy's. Checked against the CPU first.
+// table entry it uses) over the copy's. Calls and copies rotate through input sets
+// that together exceed the L2 four times (small calls timed from DRAM, not from
+// what the call before left in L2). Checked against the CPU first.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -45,41 +47,51 @@ int main(int argc, char** argv) {
     std::vector<std::int32_t> rows(lanes), counts(requests, std::int32_t(k)), tables(requests * per);
     for (auto& r : rows) r = pad(rng) ? -1 : row(rng);
     for (auto& b : tables) b = block(rng);
-    std::int32_t *d_rows, *d_counts, *d_tables, *d_out, *d_copy;
+    // Each set: the call's buffers and the copy's destination, the same inputs in
+    // every set; the timings rotate through them (bench/cuda_timing.cuh).
+    struct Set { std::int32_t *rows, *counts, *tables, *out, *copy; };
+    std::vector<Set> sets(rotation_sets(3 * lanes * 4 + tables.size() * 4));
+    for (Set& s : sets) {
+      check(cudaMalloc(&s.rows, lanes * 4), "malloc");
+      check(cudaMalloc(&s.counts, requests * 4), "malloc");
+      check(cudaMalloc(&s.tables, tables.size() * 4), "malloc");
+      check(cudaMalloc(&s.out, lanes * 4), "malloc");
+      check(cudaMalloc(&s.copy, lanes * 4), "malloc");
+      check(cudaMemcpy(s.rows, rows.data(), lanes * 4, cudaMemcpyHostToDevice), "upload");
+      check(cudaMemcpy(s.counts, counts.data(), requests * 4, cudaMemcpyHostToDevice), "upload");
+      check(cudaMemcpy(s.tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice), "upload");
+    }
+    std::size_t turn = 0;
+    const auto next_set = [&]() -> const Set& { return sets[turn++ % sets.size()]; };
     cuda::DeviceVerdict* d_verdict;
     check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
-    check(cudaMalloc(&d_rows, lanes * 4), "malloc");
-    check(cudaMalloc(&d_counts, requests * 4), "malloc");
-    check(cudaMalloc(&d_tables, tables.size() * 4), "malloc");
-    check(cudaMalloc(&d_out, lanes * 4), "malloc");
-    check(cudaMalloc(&d_copy, lanes * 4), "malloc");
-    check(cudaMemcpy(d_rows, rows.data(), lanes * 4, cudaMemcpyHostToDevice), "upload");
-    check(cudaMemcpy(d_counts, counts.data(), requests * 4, cudaMemcpyHostToDevice), "upload");
-    check(cudaMemcpy(d_tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice), "upload");
-    const auto call = [&] {
-      return cuda::paged_slots({d_rows, lanes}, k, {d_counts, requests}, {d_tables, tables.size()}, per,
-                               block_tokens, ratio, {d_out, lanes}, stream);
+    const auto call = [&](const Set& s) {
+      return cuda::paged_slots({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()}, per,
+                               block_tokens, ratio, {s.out, lanes}, stream);
+    };
+    const auto enqueue_on = [&](const Set& s) {
+      return bool(cuda::enqueue_paged_slots({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()}, per,
+                                            block_tokens, ratio, {s.out, lanes}, d_verdict, stream));
     };
     const auto enqueue = [&] {
-      if (!cuda::enqueue_paged_slots({d_rows, lanes}, k, {d_counts, requests}, {d_tables, tables.size()}, per,
-                                     block_tokens, ratio, {d_out, lanes}, d_verdict, stream))
-        std::exit(1);
+      if (!enqueue_on(next_set())) std::exit(1);
     };
     std::vector<std::int32_t> want(lanes), got(lanes);
     (void)cpu::paged_slots(rows, k, counts, tables, per, block_tokens, ratio, want);
-    if (!call()) ok = false;
-    check(cudaMemcpy(got.data(), d_out, lanes * 4, cudaMemcpyDeviceToHost), "download");
+    const Set& first = sets[0];
+    if (!call(first)) ok = false;
+    check(cudaMemcpy(got.data(), first.out, lanes * 4, cudaMemcpyDeviceToHost), "download");
     if (got != want) {
       std::printf("MISMATCH requests=%zu\n", requests);
       ok = false;
     }
     // The queued call leaves the same slots and a clean verdict.
-    check(cudaMemsetAsync(d_out, 0, lanes * 4, stream), "memset");
-    enqueue();
+    check(cudaMemsetAsync(first.out, 0, lanes * 4, stream), "memset");
+    if (!enqueue_on(first)) ok = false;
     check(cudaStreamSynchronize(stream), "sync");
     cuda::DeviceVerdict verdict;
     check(cudaMemcpy(&verdict, d_verdict, sizeof verdict, cudaMemcpyDeviceToHost), "download");
-    check(cudaMemcpy(got.data(), d_out, lanes * 4, cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(got.data(), first.out, lanes * 4, cudaMemcpyDeviceToHost), "download");
     if (got != want || !cuda::paged_slots_verdict(verdict)) {
       std::printf("MISMATCH (queued) requests=%zu\n", requests);
       ok = false;
@@ -88,36 +100,33 @@ int main(int argc, char** argv) {
     for (std::size_t lane = 0; lane < lanes; ++lane)
       if (rows[lane] >= 0) entries.emplace(lane / k, rows[lane] / (block_tokens / ratio));
     const double bytes = 2.0 * lanes * 4 + entries.size() * 4.0;
-    const float t_slots = median_us(stream, [&] { (void)call(); }, 1);
+    const float t_slots = median_us(stream, [&] { (void)call(next_set()); }, 1);
     const float t_queued = median_us(stream, enqueue);
     // A cooperative launch (the one-pass kernel) may not be capturable: try once.
     bool capturable = false;
     {
       cudaGraph_t probe;
       check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "capture");
-      capturable = bool(cuda::enqueue_paged_slots({d_rows, lanes}, k, {d_counts, requests}, {d_tables, tables.size()},
-                                                  per, block_tokens, ratio, {d_out, lanes}, d_verdict, stream));
+      capturable = enqueue_on(first);
       const cudaError_t ended = cudaStreamEndCapture(stream, &probe);
       capturable = capturable && ended == cudaSuccess;
       if (ended == cudaSuccess) cudaGraphDestroy(probe);
       cudaGetLastError();  // a refused capture leaves its error behind
     }
-    const float t_graph = capturable ? graph_us(stream, enqueue) : 0.0f;
+    const float t_graph = capturable ? graph_us(stream, enqueue, sets.size()) : 0.0f;
     if (!capturable) std::printf("  (this call cannot be captured in a CUDA graph: no graph timing)\n");
     const float t_copy = median_us(stream, [&] {
-      check(cudaMemcpyAsync(d_copy, d_rows, lanes * 4, cudaMemcpyDeviceToDevice, stream), "copy");
+      const Set& s = next_set();
+      check(cudaMemcpyAsync(s.copy, s.rows, lanes * 4, cudaMemcpyDeviceToDevice, stream), "copy");
     });
     const double copy_bw = 2.0 * lanes * 4 / t_copy / 1e6;
-    std::printf("slots %zu x %zu (%.1f MiB, %.1f MiB of table entries): device copy %.1f us (%.2f TB/s)\n",
-                requests, k, lanes * 4 / 1048576.0, entries.size() * 4 / 1048576.0, t_copy, copy_bw);
+    std::printf("slots %zu x %zu (%.1f MiB, %.1f MiB of table entries, %zu input sets): device copy %.1f us (%.2f TB/s)\n",
+                requests, k, lanes * 4 / 1048576.0, entries.size() * 4 / 1048576.0, sets.size(), t_copy, copy_bw);
     for (const auto& [name, t] : {std::pair{"waiting", t_slots}, {"queued", t_queued}, {"graph", t_graph}})
       if (t > 0) std::printf("  %-8s %7.1f us: copy / slots %.2f; bandwidth %.2f TB/s = %.2f of copy\n", name, t,
                   t_copy / t, bytes / t / 1e6, bytes / t / 1e6 / copy_bw);
-    cudaFree(d_rows);
-    cudaFree(d_counts);
-    cudaFree(d_tables);
-    cudaFree(d_out);
-    cudaFree(d_copy);
+    for (const Set& s : sets)
+      for (std::int32_t* p : {s.rows, s.counts, s.tables, s.out, s.copy}) cudaFree(p);
     cudaFree(d_verdict);
   }
   std::printf(ok ? "paging_bench_cuda: GPU slots matched the CPU backend\n"
