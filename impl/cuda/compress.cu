@@ -678,7 +678,7 @@ Status<CompressError> run(std::span<const CompressRequest> requests, std::span<c
   if (auto* e = std::get_if<CompressError>(&planned)) return *e;
   if (requests.empty()) return Ok{};
   Verdict v;
-  int failure = begin_verdict(v, stream);
+  int failure = verdict_slot(v);  // every launch writes it
   if (failure == 0)
     failure = launch(std::get<impl::CompressPlan>(planned), requests, projected, ring, shape, rows, row_index,
                      positions, step, v.word(), stream);

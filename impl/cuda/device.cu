@@ -57,7 +57,7 @@ struct VerdictSlots {
 };
 }  // namespace
 
-int begin_verdict(Verdict& verdict, Stream stream) {
+int verdict_slot(Verdict& verdict) {
   thread_local VerdictSlots slots;
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
@@ -76,6 +76,11 @@ int begin_verdict(Verdict& verdict, Stream stream) {
     it = slots.by_device.end() - 1;
   }
   verdict = it->second;
+  return 0;
+}
+
+int begin_verdict(Verdict& verdict, Stream stream) {
+  if (int e = verdict_slot(verdict)) return e;
   return cudaMemsetAsync(verdict.word(), 0xff, sizeof(unsigned long long), stream);
 }
 

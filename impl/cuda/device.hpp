@@ -38,7 +38,10 @@ struct Verdict {
   unsigned long long refusal() const { return host->refusal; }
 };
 inline constexpr unsigned long long kNoRefusal = ~0ull;
-// Sets the word to kNoRefusal on `stream`; 0 or the cudaError_t.
+// The calling thread's verdict on the current device, as the last call left it
+// (for calls whose kernels always write it); 0 or the cudaError_t.
+int verdict_slot(Verdict& verdict);
+// The same, its word set to kNoRefusal on `stream`; 0 or the cudaError_t.
 int begin_verdict(Verdict& verdict, Stream stream);
 // Copies the device verdict to *verdict.host and waits for `stream`; 0 or the cudaError_t.
 int end_verdict(const Verdict& verdict, Stream stream);
