@@ -47,8 +47,10 @@ bool parse_case(const std::string& arg, Case& c) {
 }
 
 int main(int argc, char** argv) {
-  std::vector<Case> cases{{"prefill", false, 8, 512, 0},     {"prefill", false, 64, 512, 1},
-                          {"decode", true, 256, 6, 1001},    {"decode", true, 4096, 6, 1001}};
+  std::vector<Case> cases{{"prefill", false, 8, 512, 0},   {"prefill", false, 32, 512, 1},
+                          {"prefill", false, 64, 512, 1},  {"prefill", false, 128, 512, 1},
+                          {"decode", true, 256, 6, 1001},  {"decode", true, 1024, 6, 1001},
+                          {"decode", true, 4096, 6, 1001}};
   if (argc > 1) cases.assign(std::size_t(argc - 1), Case{});  // argv names the cases to time instead
   for (int i = 1; i < argc; ++i)
     if (!parse_case(argv[i], cases[std::size_t(i - 1)])) {

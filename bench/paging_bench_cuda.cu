@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   const std::size_t k = 2048, per = 1024;  // 1024 blocks of 16 compressed rows
   const std::int64_t block_tokens = 64, ratio = 4;
   bool ok = true;
-  std::vector<std::size_t> sizes{256, 4096, 16384};  // request counts; argv may name others
+  std::vector<std::size_t> sizes{256, 1024, 4096, 16384};  // request counts; argv may name others
   if (argc > 1) sizes.clear();
   for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10));
   cudaStream_t stream;
