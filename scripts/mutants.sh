@@ -160,6 +160,10 @@ cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
   's|    check_run<1>(projected + from, to - from, from, error, lane);||'
 cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress.cu \
   's|      check_run<8>(in.at, g.width, in.index, error, lane);||'
+cuda_mutant compress cuda-rows-not-waiting-for-the-side-stream impl/cuda/compress.cu \
+  's|    if (failure == 0) failure = join_side(stream);||'
+cuda_mutant compress cuda-side-stream-skips-the-old-entries impl/cuda/compress.cu \
+  's|      validate<false, true><<<|      validate<false, false><<<|'
 cuda_mutant compress cuda-check-run-skips-its-last-load impl/cuda/compress.cu \
   's|      if (base + 32 \* k < vectors \&\& !all_finite(x\[k\]))|      if (k + 1 < kLoads \&\& base + 32 * k < vectors \&\& !all_finite(x[k]))|'
 cuda_mutant compress cuda-check-run-names-the-quad impl/cuda/compress.cu \

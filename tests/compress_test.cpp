@@ -685,6 +685,97 @@ TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
 #endif
 }
 
+// A decode of 1200 requests (38400 bytes of requests, more than one upload kernel
+// carries): its table is copied on a second stream while `projected` is checked,
+// and the old ring entries are checked there. Waiting, queued and captured in a
+// graph: a clean step equals the CPU; a non-finite old entry of a late request is
+// refused and named, and with a non-finite value in `projected` as well that one is
+// named (whichever check ran first); a refused step leaves rows, indices and ring
+// as they were.
+TEST(CompressCuda, a_decode_of_many_requests_checks_its_inputs_beside_its_table_copy) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const std::size_t count = 1200, width = 8;
+  const CompressShape shape{2, 4, 7, count};
+  std::vector<CompressRequest> requests;
+  std::size_t tokens = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    requests.push_back({std::int32_t(count - 1 - i), std::int64_t(1001 + i % 4), std::int32_t(1 + i % 6)});
+    tokens += std::size_t(requests.back().tokens);
+  }
+  std::mt19937 rng(43);
+  std::normal_distribution<float> normal;
+  std::vector<float> projected(tokens * width), ring(count * 7 * width);
+  for (float& x : projected) x = normal(rng);
+  for (float& x : ring) x = normal(rng);
+  // request 1150 starts at 1003 (odd) and completes a row: it reads position 1002
+  const CompressRequest& late = requests[1150];
+  ASSERT_EQ(late.start % 2, 1);
+  const std::size_t old_entry = (std::size_t(late.state_slot) * 7 + std::size_t((late.start - 1) % 7)) * width + 3;
+  const std::size_t bad_input = (tokens - 2) * width + 6;
+  struct Case { bool poison_ring, poison_input; };
+  for (const Case c : {Case{false, false}, Case{true, false}, Case{true, true}}) {
+    std::vector<float> in = projected, state = ring;
+    if (c.poison_ring) state[old_entry] = INFINITY;
+    if (c.poison_input) in[bad_input] = NAN;
+    std::vector<float> want_ring = state;
+    std::vector<std::uint16_t> want(tokens * 4);
+    std::vector<std::int32_t> want_index(tokens), want_positions(tokens);
+    const auto cpu = cpu::compress_decode(requests, in, want_ring, shape, want, want_index, want_positions);
+    ASSERT_EQ(cpu.ok(), !c.poison_ring);
+    if (c.poison_ring)
+      ASSERT_EQ(cpu.error(), (CompressError{c.poison_input ? ce::NonFiniteInput{0, bad_input}
+                                                            : ce::NonFiniteInput{1, old_entry}}));
+    for (int mode = 0; mode < 3; ++mode) {  // waiting, queued, captured
+      props::DeviceBuffer<float> d_in{std::span<const float>(in)}, d_ring{std::span<const float>(state)};
+      props::DeviceBuffer<std::uint16_t> d_rows{std::vector<std::uint16_t>(tokens * 4, 0x5a5a)};
+      props::DeviceBuffer<std::int32_t> d_index{std::vector<std::int32_t>(tokens, 77)},
+          d_positions{std::vector<std::int32_t>(tokens, 77)};
+      props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
+      const auto queue = [&](cudaStream_t stream) {
+        return cuda::enqueue_compress_decode(requests, d_in.span(), d_ring.span(), shape, d_rows.span(),
+                                             d_index.span(), d_positions.span(), verdict.span().data(), stream)
+            .ok();
+      };
+      Status<CompressError> got = Ok{};
+      if (mode == 0) {
+        got = cuda::compress_decode(requests, d_in.span(), d_ring.span(), shape, d_rows.span(), d_index.span(),
+                                    d_positions.span());
+      } else {
+        if (mode == 1) {
+          ASSERT_TRUE(queue(nullptr));
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        } else {
+          CapturedCalls graph(queue);
+          ASSERT_TRUE(graph.ok());
+          ASSERT_TRUE(graph.replay());
+        }
+        std::vector<cuda::DeviceVerdict> v(1);
+        verdict.download(v);
+        got = cuda::compress_verdict(v[0]);
+      }
+      std::vector<float> got_ring(state.size());
+      std::vector<std::uint16_t> got_rows(tokens * 4);
+      std::vector<std::int32_t> got_index(tokens);
+      d_ring.download(got_ring);
+      d_rows.download(got_rows);
+      d_index.download(got_index);
+      EXPECT_EQ(got, cpu) << "mode " << mode;
+      EXPECT_EQ(std::memcmp(got_ring.data(), want_ring.data(), want_ring.size() * 4), 0) << "mode " << mode;
+      if (cpu.ok()) {
+        EXPECT_EQ(got_rows, want) << "mode " << mode;
+        EXPECT_EQ(got_index, want_index) << "mode " << mode;
+      } else {
+        EXPECT_EQ(got_rows, std::vector<std::uint16_t>(tokens * 4, 0x5a5a)) << "mode " << mode;
+        EXPECT_EQ(got_index, std::vector<std::int32_t>(tokens, 77)) << "mode " << mode;
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // Prefill at serving sizes, D 512, r 2, ring 7, against the CPU: 64 requests x 512
 // tokens from an odd start (the benchmark's call, 16384 rows) and 72 x 1024 (36864
 // rows, 288 MiB in), requests of three lengths. Then a NaN in the last row's input

@@ -111,6 +111,8 @@ struct ScratchRing {
   Scratch slots[kScratchSlots];
   std::size_t current = 0;  // the slot of the call between upload and release
   void* captured = nullptr;  // that call's own buffer, when it is captured in a graph
+  Stream side = nullptr;     // fork_side's stream and events, made at first use
+  cudaEvent_t forked = nullptr, joined = nullptr;
 };
 struct ScratchRings {
   std::vector<std::pair<int, ScratchRing>> by_device;
@@ -122,6 +124,11 @@ struct ScratchRings {
         cudaFree(s.refusal_word);
         if (s.done) cudaEventDestroy(s.done);
       }
+    for (auto& [device, ring] : by_device) {
+      if (ring.side) cudaStreamDestroy(ring.side);
+      if (ring.forked) cudaEventDestroy(ring.forked);
+      if (ring.joined) cudaEventDestroy(ring.joined);
+    }
   }
 };
 
@@ -153,6 +160,7 @@ struct Piece {
   uint4 words[Words];
 };
 constexpr std::size_t kSmallPiece = 256, kLargePiece = 2000;
+static_assert(sizeof(Piece<kLargePiece>) == kKernelCarriedBytes);
 template <std::size_t Words>
 __global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::size_t count, unsigned char* to,
                             unsigned long long* reset) {
@@ -188,6 +196,22 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
 int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device, unsigned long long* reset) {
   return bytes <= sizeof(Piece<kSmallPiece>) ? store_pieces<kSmallPiece>(host, bytes, stream, device, reset)
                                              : store_pieces<kLargePiece>(host, bytes, stream, device, reset);
+}
+
+// `bytes` from `host` into slot s's buffer on `stream`: a table that fits one
+// kernel's parameters goes with a kernel (a copy from the host is a copy engine's
+// operation the next kernel waits for), a longer one from the slot's pinned mirror.
+int copy_into(Scratch* s, const void* host, std::size_t bytes, Stream stream) {
+  if (bytes <= sizeof(Piece<kLargePiece>)) return store_pieces(host, bytes, stream, s->buffer, nullptr);
+  if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
+    cudaFreeHost(s->pinned);
+    s->pinned = nullptr;
+    s->pinned_bytes = 0;
+    if (cudaError_t e = cudaMallocHost(&s->pinned, bytes); e != cudaSuccess) return e;
+    s->pinned_bytes = bytes;
+  }
+  std::memcpy(s->pinned, host, bytes);
+  return cudaMemcpyAsync(s->buffer, s->pinned, bytes, cudaMemcpyHostToDevice, stream);
 }
 
 // A tag's bits above the code: each call on a word one less than the call before;
@@ -249,18 +273,35 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
     *refusals = {s->refusal_word, tag_of(s->calls)};
   }
   if (bytes == 0 || host == nullptr) return 0;
-  // a table that fits one kernel's parameters goes with a kernel: a copy from the
-  // host is a copy engine's operation the next kernel waits for
-  if (bytes <= sizeof(Piece<kLargePiece>)) return store_pieces(host, bytes, stream, s->buffer, nullptr);
-  if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
-    cudaFreeHost(s->pinned);
-    s->pinned = nullptr;
-    s->pinned_bytes = 0;
-    if (cudaError_t e = cudaMallocHost(&s->pinned, bytes); e != cudaSuccess) return e;
-    s->pinned_bytes = bytes;
+  return copy_into(s, host, bytes, stream);
+}
+
+int copy_to_scratch(const void* host, std::size_t bytes, Stream stream) {
+  ScratchRing* ring = nullptr;
+  if (int e = current_ring(&ring)) return e;
+  if (ring->captured != nullptr) return store_pieces(host, bytes, stream, ring->captured, nullptr);
+  return copy_into(&ring->slots[ring->current], host, bytes, stream);
+}
+
+int fork_side(Stream stream, Stream* side) {
+  ScratchRing* ring = nullptr;
+  if (int e = current_ring(&ring)) return e;
+  if (ring->side == nullptr) {
+    if (cudaError_t e = cudaStreamCreateWithFlags(&ring->side, cudaStreamNonBlocking); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaEventCreateWithFlags(&ring->forked, cudaEventDisableTiming); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaEventCreateWithFlags(&ring->joined, cudaEventDisableTiming); e != cudaSuccess) return e;
   }
-  std::memcpy(s->pinned, host, bytes);
-  return cudaMemcpyAsync(s->buffer, s->pinned, bytes, cudaMemcpyHostToDevice, stream);
+  if (cudaError_t e = cudaEventRecord(ring->forked, stream); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaStreamWaitEvent(ring->side, ring->forked, 0); e != cudaSuccess) return e;
+  *side = ring->side;
+  return 0;
+}
+
+int join_side(Stream stream) {
+  ScratchRing* ring = nullptr;
+  if (int e = current_ring(&ring)) return e;
+  if (cudaError_t e = cudaEventRecord(ring->joined, ring->side); e != cudaSuccess) return e;
+  return cudaStreamWaitEvent(stream, ring->joined, 0);
 }
 
 int release_scratch(Stream stream) {

@@ -89,8 +89,19 @@ struct RefusalWord {
 // call was given. 0 or the cudaError_t.
 //
 // `refusals` (if given) receives the call's own refusal word (see RefusalWord).
+inline constexpr std::size_t kKernelCarriedBytes = 32000;  // the most one upload kernel carries
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0,
                    RefusalWord* refusals = nullptr);
+// The copy of upload_scratch for a call that reserved its buffer (host nullptr) and
+// copies its metadata on another stream (fork_side's): `bytes` from `host` into the
+// start of that buffer, on `stream`. Between upload_scratch and release_scratch.
+int copy_to_scratch(const void* host, std::size_t bytes, Stream stream);
+// A second stream of the calling thread on the current device, for work a call
+// runs beside its own: *side first waits for what `stream` has queued so far;
+// join_side then makes `stream` wait for what was queued on *side since. Captured
+// calls capture both (a fork and a join in the graph). 0 or the cudaError_t.
+int fork_side(Stream stream, Stream* side);
+int join_side(Stream stream);
 int release_scratch(Stream stream);
 
 }  // namespace aether::cuda
