@@ -117,14 +117,13 @@ struct ScratchRing {
 struct ScratchRings {
   std::vector<std::pair<int, ScratchRing>> by_device;
   ~ScratchRings() {
-    for (auto& [device, ring] : by_device)
+    for (auto& [device, ring] : by_device) {
       for (Scratch& s : ring.slots) {
         cudaFree(s.buffer);
         cudaFreeHost(s.pinned);
         cudaFree(s.refusal_word);
         if (s.done) cudaEventDestroy(s.done);
       }
-    for (auto& [device, ring] : by_device) {
       if (ring.side) cudaStreamDestroy(ring.side);
       if (ring.forked) cudaEventDestroy(ring.forked);
       if (ring.joined) cudaEventDestroy(ring.joined);
@@ -202,7 +201,7 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
 // kernel's parameters goes with a kernel (a copy from the host is a copy engine's
 // operation the next kernel waits for), a longer one from the slot's pinned mirror.
 int copy_into(Scratch* s, const void* host, std::size_t bytes, Stream stream) {
-  if (bytes <= sizeof(Piece<kLargePiece>)) return store_pieces(host, bytes, stream, s->buffer, nullptr);
+  if (bytes <= kKernelCarriedBytes) return store_pieces(host, bytes, stream, s->buffer, nullptr);
   if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
     cudaFreeHost(s->pinned);
     s->pinned = nullptr;

@@ -75,6 +75,10 @@ struct RefusalWord {
   }
 };
 
+// The most metadata one upload kernel carries in its parameters (under the 32764
+// bytes CUDA 12.1 and later accept).
+inline constexpr std::size_t kKernelCarriedBytes = 32000;
+
 // A call's metadata, built on the host, in one of two per-thread, per-device
 // device buffers grown on demand and taken in turn (so the host can prepare a call
 // while the device runs the previous one): upload_scratch waits until the call
@@ -89,7 +93,6 @@ struct RefusalWord {
 // call was given. 0 or the cudaError_t.
 //
 // `refusals` (if given) receives the call's own refusal word (see RefusalWord).
-inline constexpr std::size_t kKernelCarriedBytes = 32000;  // the most one upload kernel carries
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0,
                    RefusalWord* refusals = nullptr);
 // The copy of upload_scratch for a call that reserved its buffer (host nullptr) and
