@@ -3,8 +3,8 @@
 // with CUDA events; plus CUDA-graph replays for the small, launch-bound sizes.
 // SPEC section 4: merge <= 1.10x copy, scatter <= 0.60x copy. rows 32..32768,
 // topk 2048, S 64. Every timing rotates through copies of the buffers that
-// together exceed the L2 four times (timed from DRAM). Before timing, each size is checked against the CPU backend
-// on a poisoned output buffer.
+// together exceed the L2 four times (timed from DRAM). Before timing, each size
+// is checked against the CPU backend on a poisoned output buffer.
 #include <cuda_runtime.h>
 
 #include <algorithm>
