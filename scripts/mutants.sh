@@ -213,11 +213,9 @@ cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
 cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
   's|const unsigned block = gridDim.x - 1 - blockIdx.x;|const unsigned block = gridDim.x - blockIdx.x;|'
 cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
-  's|  for (int u = 0; u < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);|'
+  's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-one-pass-verdict-not-reset impl/cuda/paging.cu \
   's|  if (blockIdx.x == 0 \&\& threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call.s word||'
-cuda_mutant paging cuda-last-spilled-quad-not-written impl/cuda/paging.cu \
-  's|    store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);|    if (i + 1 < Spill) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);|'
 cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \
   's|std::min<std::uint64_t>(blocks_per_request \* bc, kRowLimit)|std::min<std::uint64_t>(blocks_per_request * bc + 1, kRowLimit)|'
 cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging.cu \

@@ -69,8 +69,7 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
 }
 
 // Past lab size, on an H200: a call one resident grid's registers hold (the CUDA
-// backend's one-pass kernel), one that also needs its shared memory (the one-pass
-// kernel with spilled quads) and one too large for both (validation, then
+// backend's one-pass kernel) and two too large for it (validation, then
 // conversion), each equal to the model lane for lane (the model itself to the CPU
 // backend), then refused at two lanes (the lower reported) and left untouched.
 // Three geometries: the benchmark's (powers of two); an odd K (quads straddle

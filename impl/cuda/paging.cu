@@ -1,5 +1,4 @@
 #include <cooperative_groups.h>
-#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -176,10 +175,6 @@ __device__ __forceinline__ void convert_quads(std::int32_t (&j)[U][4], QuadOf qu
 constexpr std::size_t kLanesPerBlock = std::size_t(kThreads) * kQuads * 4;
 // The one-pass kernel holds 16 lanes per thread in registers.
 constexpr int kResidentQuads = 4;
-// Quads per thread in shared memory when the registers do not hold the call: 24 KiB
-// per block, eight blocks per SM (64 registers each), so an H200's resident grid
-// holds about 8.6 M lanes (a 33 MiB call: the slots benchmark's 32 MiB one).
-constexpr int kSpillQuads = 12, kSpillBlocksPerSm = 8, kSpillBatch = 2;
 
 // A thread's quads (lanes [4q, 4q + 4)) lie kThreads apart, so each load of a
 // warp covers 512 contiguous bytes.
@@ -258,59 +253,25 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
 }
 
-// Calls whose lanes fit in one resident grid (launched cooperatively): every lane
-// read, checked and converted on chip, then the slots written only if no lane was
-// refused. One read of the rows and tables instead of two, and one launch: block
-// 0 resets the verdict word, a grid-wide barrier, refusals recorded, a second
-// barrier, the word read (a barrier costs less than the reset kernel's launch). Each thread holds kResidentQuads quads in registers and
-// Spill more in shared memory (Spill = 0 for calls the registers alone hold). The
-// spilled quads are copied in asynchronously (no registers held) while the
-// register quads are checked, then checked kSpillBatch at a time in place.
-template <bool Vector, int Spill>
-__global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1)
+// Calls whose lanes fit in one resident grid's registers (launched
+// cooperatively): every lane read, checked and converted on chip, then the slots
+// written only if no lane was refused. One read of the rows and tables instead of
+// two, and one launch: block 0 resets the verdict word, a grid-wide barrier,
+// refusals recorded, a second barrier, the word read (a barrier costs less than
+// the reset kernel's launch). Larger calls take the two kernels: holding more
+// lanes per thread in shared memory was slower from 8 to 32 MiB (docs/paging.md).
+template <bool Vector>
+__global__ void __launch_bounds__(kThreads)
     convert_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                      Geometry g, DeviceVerdict* verdict, std::int32_t* out) {
-  extern __shared__ int4 spilled[];  // [Spill][kThreads]; a thread touches only its own column
-  constexpr int kQuads = kResidentQuads + Spill;
   if (blockIdx.x == 0 && threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call's word
-  unsigned long long lowest = kNoRefusal;
-#pragma unroll
-  for (int i = 0; i < Spill; ++i) {
-    const std::size_t q = quad_of<kQuads>(blockIdx.x, kResidentQuads + i);
-    int4* to = &spilled[i * kThreads + int(threadIdx.x)];
-    if (Vector && 4 * q + 4 <= g.lanes) {
-      __pipeline_memcpy_async(to, reinterpret_cast<const int4*>(rows) + q, sizeof(int4));
-    } else {  // lane by lane; lanes past the end read as -1
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        std::int32_t* lane = reinterpret_cast<std::int32_t*>(to) + e;
-        if (4 * q + e < g.lanes) __pipeline_memcpy_async(lane, rows + 4 * q + e, sizeof(std::int32_t));
-        else *lane = -1;
-      }
-    }
-  }
-  __pipeline_commit();
   std::int32_t j[kResidentQuads][4];
 #pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u) load_quad<Vector>(rows, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);
-  const auto quad = [](int u) { return quad_of<kQuads>(blockIdx.x, u); };
-  convert_quads<(Spill > 0 ? kSpillBatch : kResidentQuads), false>(j, quad, valid_counts, tables, g, lowest);
-  __pipeline_wait_prior(0);
-  static_assert(Spill % kSpillBatch == 0);
-#pragma unroll 1  // a batch's lookups in flight at a time, not the registers' worth
-  for (int base = 0; base < Spill; base += kSpillBatch) {
-    std::int32_t q[kSpillBatch][4];
-#pragma unroll
-    for (int i = 0; i < kSpillBatch; ++i) {
-      const int4 v = spilled[(base + i) * kThreads + int(threadIdx.x)];
-      q[i][0] = v.x, q[i][1] = v.y, q[i][2] = v.z, q[i][3] = v.w;
-    }
-    const auto spilled_quad = [&](int i) { return quad(kResidentQuads + base + i); };
-    convert_quads<kSpillBatch, false>(q, spilled_quad, valid_counts, tables, g, lowest);
-#pragma unroll
-    for (int i = 0; i < kSpillBatch; ++i)
-      spilled[(base + i) * kThreads + int(threadIdx.x)] = make_int4(q[i][0], q[i][1], q[i][2], q[i][3]);
-  }
+  for (int u = 0; u < kResidentQuads; ++u)
+    load_quad<Vector>(rows, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
+  unsigned long long lowest = kNoRefusal;
+  convert_quads<kResidentQuads, false>(j, [](int u) { return quad_of<kResidentQuads>(blockIdx.x, u); },
+                                       valid_counts, tables, g, lowest);
   const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   grid.sync();  // the word reset (block 0, first thing) before any block records a refusal
   if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
@@ -321,13 +282,8 @@ __global__ void __launch_bounds__(kThreads, Spill > 0 ? kSpillBlocksPerSm : 1)
     return;
   }
 #pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u) store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, u), g.lanes, j[u]);
-#pragma unroll
-  for (int i = 0; i < Spill; ++i) {
-    const int4 v = spilled[i * kThreads + int(threadIdx.x)];
-    const std::int32_t q[4] = {v.x, v.y, v.z, v.w};
-    store_quad<Vector>(out, quad_of<kQuads>(blockIdx.x, kResidentQuads + i), g.lanes, q);
-  }
+  for (int u = 0; u < kResidentQuads; ++u)
+    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
 }
 
 // The host's refusals (geometry, shapes), else the call's geometry.
@@ -356,19 +312,17 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
   return Ok{};
 }
 
-// One cooperative pass when the call fits one resident grid (in its registers, or
-// its registers and shared memory); false if it does not. The pass resets the
-// verdict word itself.
-template <bool Vector, int Spill>
+// One cooperative pass when the call fits one resident grid; false if it does
+// not. The pass resets the verdict word itself.
+template <bool Vector>
 bool launched_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                        Geometry g, DeviceVerdict* verdict, std::int32_t* out, Stream stream, cudaError_t* e) {
-  const std::size_t per_block = std::size_t(kThreads) * (kResidentQuads + Spill) * 4;
-  const std::size_t blocks = (g.lanes + per_block - 1) / per_block, shared = std::size_t(Spill) * kThreads * 16;
-  if (blocks > resident_blocks(reinterpret_cast<const void*>(&convert_resident<Vector, Spill>), kThreads, shared))
-    return false;
+  constexpr std::size_t per_block = std::size_t(kThreads) * kResidentQuads * 4;
+  const std::size_t blocks = (g.lanes + per_block - 1) / per_block;
+  const void* kernel = reinterpret_cast<const void*>(&convert_resident<Vector>);
+  if (blocks > resident_blocks(kernel, kThreads, 0)) return false;
   void* args[] = {&rows, &valid_counts, &tables, &g, &verdict, &out};
-  *e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&convert_resident<Vector, Spill>),
-                                   dim3(unsigned(blocks)), dim3(kThreads), args, shared, stream);
+  *e = cudaLaunchCooperativeKernel(kernel, dim3(unsigned(blocks)), dim3(kThreads), args, 0, stream);
   return true;
 }
 
@@ -378,9 +332,7 @@ template <bool Vector>
 cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                           Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
   cudaError_t e = cudaSuccess;
-  const auto resident = [&](auto kernel) { return kernel(rows, valid_counts, tables, g, verdict, out, stream, &e); };
-  if (g.narrow && (resident(launched_resident<Vector, 0>) || resident(launched_resident<Vector, kSpillQuads>)))
-    return e;
+  if (g.narrow && launched_resident<Vector>(rows, valid_counts, tables, g, verdict, out, stream, &e)) return e;
   if (reset)
     if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
       return e;
