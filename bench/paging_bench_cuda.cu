@@ -1,10 +1,11 @@
 // GPU timing of logical-row -> paged-slot conversion against a device copy of the
 // same rows in the same run (SPEC section 4: at least 70% of copy bandwidth).
 // Requests x K 2048 lanes, rows uniform below 16384 with 5% -1 padding, B 64, r 4,
-// 1024-entry tables. Three timings: the waiting call (paged_slots: validation,
+// 1024-entry tables. Five timings: the waiting call (paged_slots: validation,
 // conversion, the host's wait for the verdict), the queued call
-// (enqueue_paged_slots, back to back like the copy) and the queued call in a CUDA
-// graph. Two ratios: copy time / slot time for the same lanes, and the bandwidth
+// (enqueue_paged_slots, back to back like the copy), the queued call in a CUDA
+// graph, and the masked conversion (enqueue_paged_slots_masked: one pass, no
+// verdict) queued and in a graph. Two ratios: copy time / slot time for the same lanes, and the bandwidth
 // the call reaches on the bytes it must move (rows in, slots out, each distinct
 // table entry it uses) over the copy's. Calls and copies rotate through input sets
 // that together exceed the L2 four times (small calls timed from DRAM, not from
@@ -115,6 +116,12 @@ int main(int argc, char** argv) {
     const auto enqueue = [&] {
       if (!enqueue_on(next_set())) std::exit(1);
     };
+    const auto enqueue_masked = [&] {
+      const Set& s = next_set();
+      if (!cuda::enqueue_paged_slots_masked({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()}, per,
+                                            block_tokens, ratio, {s.out, lanes}, stream))
+        std::exit(1);
+    };
     std::vector<std::int32_t> want(lanes), got(lanes);
     (void)cpu::paged_slots(rows, k, counts, tables, per, block_tokens, ratio, want);
     const Set& first = sets[0];
@@ -135,6 +142,16 @@ int main(int argc, char** argv) {
       std::printf("MISMATCH (queued) requests=%zu\n", requests);
       ok = false;
     }
+    // The masked conversion leaves the same slots (nothing here is refused).
+    check(cudaMemsetAsync(first.out, 0, lanes * 4, stream), "memset");
+    if (!cuda::paged_slots_masked({first.rows, lanes}, k, {first.counts, requests}, {first.tables, tables.size()},
+                                  per, block_tokens, ratio, {first.out, lanes}, stream))
+      ok = false;
+    check(cudaMemcpy(got.data(), first.out, lanes * 4, cudaMemcpyDeviceToHost), "download");
+    if (got != want) {
+      std::printf("MISMATCH (masked) requests=%zu\n", requests);
+      ok = false;
+    }
     std::set<std::pair<std::size_t, std::int32_t>> entries;  // (request, block) pairs the call reads
     for (std::size_t lane = 0; lane < lanes; ++lane)
       if (rows[lane] >= 0) entries.emplace(lane / k, rows[lane] / (block_tokens / ratio));
@@ -153,6 +170,8 @@ int main(int argc, char** argv) {
       cudaGetLastError();  // a refused capture leaves its error behind
     }
     const float t_graph = capturable ? graph_us(stream, enqueue, sets.size()) : 0.0f;
+    const float t_masked = median_us(stream, enqueue_masked);
+    const float t_masked_graph = graph_us(stream, enqueue_masked, sets.size());
     if (!capturable) std::printf("  (this call cannot be captured in a CUDA graph: no graph timing)\n");
     const float t_copy = median_us(stream, [&] {
       const Set& s = next_set();
@@ -184,8 +203,9 @@ int main(int argc, char** argv) {
     });
     std::printf("slots %zu x %zu (%.1f MiB, %.1f MiB of table entries, %zu input sets): device copy %.1f us (%.2f TB/s)\n",
                 requests, k, lanes * 4 / 1048576.0, entries.size() * 4 / 1048576.0, sets.size(), t_copy, copy_bw);
-    for (const auto& [name, t] : {std::pair{"waiting", t_slots}, {"queued", t_queued}, {"graph", t_graph}})
-      if (t > 0) std::printf("  %-8s %7.1f us: copy / slots %.2f; bandwidth %.2f TB/s = %.2f of copy\n", name, t,
+    for (const auto& [name, t] : {std::pair{"waiting", t_slots}, {"queued", t_queued}, {"graph", t_graph},
+                                  {"masked, queued", t_masked}, {"masked, graph", t_masked_graph}})
+      if (t > 0) std::printf("  %-14s %7.1f us: copy / slots %.2f; bandwidth %.2f TB/s = %.2f of copy\n", name, t,
                   t_copy / t, bytes / t / 1e6, bytes / t / 1e6 / copy_bw);
     std::printf("  unchecked ceiling (not a valid conversion: writes before checking) %.1f us, graph %.1f us: "
                 "bandwidth %.2f / %.2f of copy\n",

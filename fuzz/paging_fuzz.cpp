@@ -1,7 +1,8 @@
 // Differential fuzz target for logical-row -> paged-slot conversion: bytes ->
 // (rows with padding and out-of-table entries, valid counts, block tables with
 // negative and huge ids, B, r). Every backend must equal the model, refusals
-// and untouched buffers included, out of place and in place.
+// and untouched buffers included, out of place and in place, in both the
+// conversion and the masked conversion.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdio>
@@ -44,18 +45,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (p.ConsumeIntegralInRange(0, 15) == 0) rows.push_back(0);  // shape fault
 
   const auto want = model::paged_slots(rows, k, counts, table, per, block_tokens, ratio);
+  const auto want_masked = model::paged_slots_masked(rows, k, counts, table, per, block_tokens, ratio);
   for (const auto& b : props::all_paging_backends()) {
     if (b.name == "model") continue;
-    const V before(rows.size(), 0x5a5a5a5a);
-    V out = before;
-    const auto got = b.slots(rows, k, counts, table, per, block_tokens, ratio, out);
-    if (auto d = props::differential_report<I>(want, got, before, out, b.name + " slots"); !d.empty())
-      fail(d);
-    V in_place = rows;
-    const auto again = b.slots(in_place, k, counts, table, per, block_tokens, ratio, in_place);
-    if (auto d = props::differential_report<I>(want, again, rows, in_place, b.name + " slots in place");
-        !d.empty())
-      fail(d);
+    for (const bool masked : {false, true}) {
+      const auto& convert = masked ? b.masked : b.slots;
+      const auto& expected = masked ? want_masked : want;
+      const std::string name = b.name + (masked ? " masked" : " slots");
+      const V before(rows.size(), 0x5a5a5a5a);
+      V out = before;
+      const auto got = convert(rows, k, counts, table, per, block_tokens, ratio, out);
+      if (auto d = props::differential_report<I>(expected, got, before, out, name); !d.empty()) fail(d);
+      V in_place = rows;
+      const auto again = convert(in_place, k, counts, table, per, block_tokens, ratio, in_place);
+      if (auto d = props::differential_report<I>(expected, again, rows, in_place, name + " in place"); !d.empty())
+        fail(d);
+    }
   }
   return 0;
 }

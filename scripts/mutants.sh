@@ -106,13 +106,19 @@ mutant indexer model-bound-too-tight model/indexer.cpp \
 
 mutant indexer cpu-key-check-skipped impl/cpu/indexer_scores.cpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
 
-# paging (issue 3): offset, valid count, table bound
+# paging (issue 3): offset, valid count, table bound; the masked conversion refusing, keeping negative blocks, its table bound
 mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
   's|: std::int32_t(std::int64_t(table\[j / bc\]) \* bc + j % bc);|: std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc + 1);|'
 mutant paging cpu-valid-count-inclusive impl/cpu/paging.cpp \
   's|out\[n \* k + i\] = i >= valid \|\| j == -1|out[n * k + i] = i > valid \|\| j == -1|'
 mutant paging model-table-bound model/paging.cpp \
-  's|std::uint64_t(j / bc) >= blocks_per_request)|std::uint64_t(j / bc) > blocks_per_request)|'
+  's|std::uint64_t(j / bc) >= table.size())|std::uint64_t(j / bc) > table.size())|'
+mutant paging model-masked-refuses model/paging.cpp \
+  's|else if (!masked) return slot.error();|else return slot.error();|'
+mutant paging cpu-masked-keeps-negative-blocks impl/cpu/paging.cpp \
+  's|if (block < 0 \|\| slot > std::numeric_limits<std::int32_t>::max()) slot = -1;|if (slot > std::numeric_limits<std::int32_t>::max()) slot = -1;|'
+mutant paging cpu-masked-table-bound impl/cpu/paging.cpp \
+  's|std::uint64_t(j / bc) < blocks_per_request) {|std::uint64_t(j / bc) <= blocks_per_request) {|'
 
 # compress (issue 4): the ring a prefill keeps, the placeholder row, the ring slot, the
 # capacity bound, the softmax denominator, exp's range reduction, the old entries checked,
@@ -216,6 +222,8 @@ cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
   's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-one-pass-verdict-not-reset impl/cuda/paging.cu \
   's|  if (blockIdx.x == 0 \&\& threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call.s word||'
+cuda_mutant paging cuda-masked-skips-its-last-quad impl/cuda/paging.cu \
+  's|  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \
   's|std::min<std::uint64_t>(blocks_per_request \* bc, kRowLimit)|std::min<std::uint64_t>(blocks_per_request * bc + 1, kRowLimit)|'
 cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging.cu \

@@ -33,6 +33,10 @@ TEST_P(Paging, lab27_decode_rows_to_slots) {
   // The same with the padding lane counted valid: -1 still stays -1.
   ASSERT_TRUE(backend.slots(V{1, 2, 4, -1}, 4, V{4}, V{7, 2}, 2, 8, 2, out).ok());
   EXPECT_EQ(out, (V{29, 30, 8, -1}));
+  // The masked conversion gives the same slots: nothing here is refused.
+  V masked(4, 77);
+  ASSERT_TRUE(backend.masked(V{1, 2, 4, -1}, 4, V{3}, V{7, 2}, 2, 8, 2, masked).ok());
+  EXPECT_EQ(masked, (V{29, 30, 8, -1}));
 }
 
 TEST_P(Paging, lanes_past_the_valid_count_are_minus_one_whatever_they_hold) {
@@ -47,6 +51,38 @@ TEST_P(Paging, in_place_conversion_matches) {
   V buf{1, 2, 4, -1};
   ASSERT_TRUE(backend.slots(buf, 4, V{3}, V{7, 2}, 2, 8, 2, buf).ok());
   EXPECT_EQ(buf, (V{29, 30, 8, -1}));
+  V masked{1, 8, 4, 3};  // lane 1 outside the table, lane 3 past the valid count
+  ASSERT_TRUE(backend.masked(masked, 4, V{3}, V{7, 2}, 2, 8, 2, masked).ok());
+  EXPECT_EQ(masked, (V{29, -1, 8, -1}));
+}
+
+// What the conversion refuses lane by lane, the masked one maps to -1 and carries
+// on (docs/paging.md); a bad geometry or shape it refuses the same way, writing
+// nothing.
+TEST_P(Paging, the_masked_conversion_maps_each_refused_lane_to_minus_one) {
+  const auto masked = [&](const V& rows, std::size_t k, const V& counts, const V& table, std::size_t per,
+                          std::int64_t b, std::int64_t r) {
+    V out(rows.size(), 77);
+    EXPECT_TRUE(backend.masked(rows, k, counts, table, per, b, r, out).ok());
+    return out;
+  };
+  EXPECT_EQ(masked({1, 8, 2}, 3, {3}, {7, 2}, 2, 8, 2), (V{29, -1, 30}));  // row past the table
+  EXPECT_EQ(masked({1, -2, 2}, 3, {3}, {7, 2}, 2, 8, 2), (V{29, -1, 30}));  // row below -1
+  EXPECT_EQ(masked({1, 4, 5}, 3, {3}, {7, -1}, 2, 8, 2), (V{29, -1, -1}));  // negative block
+  EXPECT_EQ(masked({1, 0}, 2, {2}, {0x7fffffff}, 1, 8, 2), (V{-1, -1}));    // slots past INT32_MAX
+  EXPECT_EQ(masked({3, 0}, 2, {2}, {0x1fffffff}, 1, 8, 2), (V{0x7fffffff, 0x7ffffffc}));  // INT32_MAX itself
+  for (const auto& [b, r] : {std::pair<std::int64_t, std::int64_t>{8, 3}, {8, 0}, {1, 2}}) {
+    V out(1, 77);
+    const auto st = backend.masked(V{1}, 1, V{1}, V{7}, 1, b, r, out);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error(), (PagingError{pe::BadGeometry{b, r}}));
+    EXPECT_EQ(out, V(1, 77));
+  }
+  V out(2, 77);
+  const auto st = backend.masked(V{1, 2}, 1, V{1}, V{7}, 1, 8, 2, out);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error(), (PagingError{pe::ShapeMismatch{1, 2}}));
+  EXPECT_EQ(out, V(2, 77));
 }
 
 TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
@@ -115,6 +151,14 @@ TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
       ASSERT_FALSE(st.ok());
       EXPECT_EQ(st.error(), (PagingError{pe::RowOutsideTable{early, -9}})) << requests << " requests, K " << k;
       EXPECT_EQ(untouched, V(rows.size(), 77));
+      // The masked conversion of the same lanes: the model's, the two bad lanes -1.
+      auto exact_masked = model::paged_slots_masked(rows, k, counts, tables, per, geo.block_tokens, geo.ratio);
+      ASSERT_TRUE(exact_masked.ok());
+      EXPECT_EQ(exact_masked.value()[early], -1);
+      EXPECT_EQ(exact_masked.value()[late], -1);
+      V masked(rows.size(), 77);
+      ASSERT_TRUE(backend.masked(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, masked).ok());
+      EXPECT_EQ(masked, exact_masked.value()) << requests << " requests, K " << k;
     }
   }
 }

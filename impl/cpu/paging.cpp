@@ -11,6 +11,18 @@ namespace pe = paging_error;
 std::size_t valid_lanes(std::int32_t count, std::size_t k) {
   return std::min<std::size_t>(k, std::size_t(std::max(count, 0)));
 }
+
+// The geometry and shape refusals, in the model's order.
+Status<PagingError> shape_error(std::size_t lanes, std::size_t k, std::size_t requests, std::size_t table_size,
+                                std::size_t blocks_per_request, std::int64_t block_tokens, std::int64_t ratio,
+                                std::size_t out_size) {
+  if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
+    return pe::BadGeometry{block_tokens, ratio};
+  if (lanes != requests * k) return pe::ShapeMismatch{requests * k, lanes};
+  if (table_size != requests * blocks_per_request) return pe::ShapeMismatch{requests * blocks_per_request, table_size};
+  if (out_size != lanes) return pe::ShapeMismatch{lanes, out_size};
+  return Ok{};
+}
 }  // namespace
 
 Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t k,
@@ -18,14 +30,12 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
                                 std::span<const std::int32_t> block_tables,
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
                                 std::int64_t ratio, std::span<std::int32_t> out) {
-  if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
-    return pe::BadGeometry{block_tokens, ratio};
+  if (auto s = shape_error(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
+                           block_tokens, ratio, out.size());
+      !s.ok())
+    return s;
   const std::int64_t bc = block_tokens / ratio;
   const std::size_t requests = valid_counts.size();
-  if (rows.size() != requests * k) return pe::ShapeMismatch{requests * k, rows.size()};
-  if (block_tables.size() != requests * blocks_per_request)
-    return pe::ShapeMismatch{requests * blocks_per_request, block_tables.size()};
-  if (out.size() != rows.size()) return pe::ShapeMismatch{rows.size(), out.size()};
 
   // Every valid lane is checked before any is written (out may alias rows).
   for (std::size_t n = 0; n < requests; ++n)
@@ -47,6 +57,33 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
       out[n * k + i] = i >= valid || j == -1
                            ? -1
                            : std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc);
+    }
+  }
+  return Ok{};
+}
+
+Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
+                                       std::span<const std::int32_t> valid_counts,
+                                       std::span<const std::int32_t> block_tables,
+                                       std::size_t blocks_per_request, std::int64_t block_tokens,
+                                       std::int64_t ratio, std::span<std::int32_t> out) {
+  if (auto s = shape_error(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
+                           block_tokens, ratio, out.size());
+      !s.ok())
+    return s;
+  const std::int64_t bc = block_tokens / ratio;
+  for (std::size_t n = 0; n < valid_counts.size(); ++n) {
+    const std::size_t valid = valid_lanes(valid_counts[n], k);
+    const std::int32_t* table = block_tables.data() + n * blocks_per_request;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::int64_t j = rows[n * k + i];  // read before out, which may be rows, is written
+      std::int64_t slot = -1;
+      if (i < valid && j >= 0 && std::uint64_t(j / bc) < blocks_per_request) {
+        const std::int64_t block = table[j / bc];
+        slot = block * bc + j % bc;
+        if (block < 0 || slot > std::numeric_limits<std::int32_t>::max()) slot = -1;
+      }
+      out[n * k + i] = std::int32_t(slot);
     }
   }
   return Ok{};

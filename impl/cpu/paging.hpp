@@ -17,4 +17,12 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
                                 std::int64_t ratio, std::span<std::int32_t> out);
 
+// model::paged_slots_masked into out (out may be rows): one pass, each lane
+// written as it is converted; only geometry and shape refusals, before any write.
+Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
+                                       std::span<const std::int32_t> valid_counts,
+                                       std::span<const std::int32_t> block_tables,
+                                       std::size_t blocks_per_request, std::int64_t block_tokens,
+                                       std::int64_t ratio, std::span<std::int32_t> out);
+
 }  // namespace aether::cpu

@@ -253,6 +253,22 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
 }
 
+// The masked conversion (model::paged_slots_masked): a lane the conversion would
+// refuse reads -1, so each thread writes its lanes as soon as they are converted;
+// one pass, no verdict. Each thread reads all its lanes before writing any, as out
+// may be rows.
+template <bool Vector>
+__global__ void __launch_bounds__(kThreads) convert_masked(const std::int32_t* rows, const std::int32_t* valid_counts,
+                                                           const std::int32_t* tables, Geometry g, std::int32_t* out) {
+  std::int32_t j[kQuads][4];
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j[u]);
+  unsigned long long refused = kNoRefusal;  // the lanes it names are -1 already
+  convert_quads<kQuads>(j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, refused);
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);
+}
+
 // Calls whose lanes fit in one resident grid's registers (launched
 // cooperatively): every lane read, checked and converted on chip, then the slots
 // written only if no lane was refused. One read of the rows and tables instead of
@@ -342,6 +358,16 @@ cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_co
   return cudaGetLastError();
 }
 
+cudaError_t launch_masked(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+                          const Geometry& g, std::int32_t* out, Stream stream) {
+  const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
+  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
+    convert_masked<true><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, out);
+  else
+    convert_masked<false><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, out);
+  return cudaGetLastError();
+}
+
 cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
                    const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
   if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
@@ -399,6 +425,36 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
     return pe::DeviceFailure{int(e)};
   if (int e = end_verdict(v, stream)) return pe::DeviceFailure{e};
   return paged_slots_verdict(*v.host);
+}
+
+Status<PagingError> enqueue_paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
+                                               std::span<const std::int32_t> valid_counts,
+                                               std::span<const std::int32_t> block_tables,
+                                               std::size_t blocks_per_request, std::int64_t block_tokens,
+                                               std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
+  Geometry g;
+  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request, block_tokens,
+                    ratio, out.size(), &g);
+      !s.ok())
+    return s;
+  if (rows.empty()) return Ok{};
+  if (cudaError_t e = launch_masked(rows.data(), valid_counts.data(), block_tables.data(), g, out.data(), stream);
+      e != cudaSuccess)
+    return pe::DeviceFailure{int(e)};
+  return Ok{};
+}
+
+Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
+                                       std::span<const std::int32_t> valid_counts,
+                                       std::span<const std::int32_t> block_tables,
+                                       std::size_t blocks_per_request, std::int64_t block_tokens,
+                                       std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
+  if (auto s = enqueue_paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request, block_tokens,
+                                          ratio, out, stream);
+      !s.ok())
+    return s;
+  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return pe::DeviceFailure{int(e)};
+  return Ok{};
 }
 
 }  // namespace aether::cuda

@@ -38,4 +38,21 @@ Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std:
                                         DeviceVerdict* verdict, Stream stream = nullptr);
 Status<PagingError> paged_slots_verdict(const DeviceVerdict& verdict);
 
+// model::paged_slots_masked over device memory (out may be rows): a lane the
+// conversion above would refuse reads -1, so nothing depends on a verdict and each
+// lane is written as it is converted, one kernel, one read of the rows and tables.
+// Geometry and shape refusals only, returned before anything is queued. The
+// enqueue_ form only queues the kernel; paged_slots_masked also waits for `stream`.
+Status<PagingError> enqueue_paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
+                                               std::span<const std::int32_t> valid_counts,
+                                               std::span<const std::int32_t> block_tables,
+                                               std::size_t blocks_per_request, std::int64_t block_tokens,
+                                               std::int64_t ratio, std::span<std::int32_t> out,
+                                               Stream stream = nullptr);
+Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
+                                       std::span<const std::int32_t> valid_counts,
+                                       std::span<const std::int32_t> block_tables,
+                                       std::size_t blocks_per_request, std::int64_t block_tokens,
+                                       std::int64_t ratio, std::span<std::int32_t> out, Stream stream = nullptr);
+
 }  // namespace aether::cuda

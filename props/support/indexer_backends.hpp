@@ -46,6 +46,7 @@ struct PagingBackend {
                                     std::size_t blocks_per_request, std::int64_t block_tokens,
                                     std::int64_t ratio, std::span<std::int32_t> out)>
       slots;
+  decltype(slots) masked;  // the masked conversion (model::paged_slots_masked), the same signature
 };
 
 IndexerBackend model_indexer_backend();
