@@ -108,9 +108,9 @@ mutant indexer cpu-key-check-skipped impl/cpu/indexer_scores.cpp 's|  return bad
 
 # paging (issue 3): offset, valid count, table bound; the masked conversion refusing, keeping negative blocks, its table bound
 mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
-  's|: std::int32_t(std::int64_t(table\[j / bc\]) \* bc + j % bc);|: std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc + 1);|'
+  's|        slot = block \* bc + j % bc;|        slot = block * bc + j % bc + 1;|'
 mutant paging cpu-valid-count-inclusive impl/cpu/paging.cpp \
-  's|out\[n \* k + i\] = i >= valid \|\| j == -1|out[n * k + i] = i > valid \|\| j == -1|'
+  's|if (i < valid \&\& j >= 0|if (i <= valid \&\& j >= 0|'
 mutant paging model-table-bound model/paging.cpp \
   's|std::uint64_t(j / bc) >= table.size())|std::uint64_t(j / bc) > table.size())|'
 mutant paging model-masked-refuses model/paging.cpp \

@@ -35,10 +35,10 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
       !s.ok())
     return s;
   const std::int64_t bc = block_tokens / ratio;
-  const std::size_t requests = valid_counts.size();
 
-  // Every valid lane is checked before any is written (out may alias rows).
-  for (std::size_t n = 0; n < requests; ++n)
+  // Every valid lane is checked before any is written (out may alias rows); with
+  // none refused, the masked conversion is the conversion.
+  for (std::size_t n = 0; n < valid_counts.size(); ++n)
     for (std::size_t i = 0; i < valid_lanes(valid_counts[n], k); ++i) {
       const std::size_t lane = n * k + i;
       const std::int64_t j = rows[lane];
@@ -49,17 +49,7 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
       if (block < 0 || block * bc + j % bc > std::numeric_limits<std::int32_t>::max())
         return pe::BadBlock{lane, block};
     }
-  for (std::size_t n = 0; n < requests; ++n) {
-    const std::size_t valid = valid_lanes(valid_counts[n], k);
-    const std::int32_t* table = block_tables.data() + n * blocks_per_request;
-    for (std::size_t i = 0; i < k; ++i) {
-      const std::int32_t j = rows[n * k + i];
-      out[n * k + i] = i >= valid || j == -1
-                           ? -1
-                           : std::int32_t(std::int64_t(table[j / bc]) * bc + j % bc);
-    }
-  }
-  return Ok{};
+  return paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request, block_tokens, ratio, out);
 }
 
 Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
