@@ -222,8 +222,10 @@ cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
   's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-one-pass-verdict-not-reset impl/cuda/paging.cu \
   's|  if (blockIdx.x == 0 \&\& threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call.s word||'
-cuda_mutant paging cuda-masked-skips-its-last-quad impl/cuda/paging.cu \
-  's|  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);|'
+cuda_mutant paging cuda-masked-pass-skips-a-block impl/cuda/paging.cu \
+  's|  convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);|  if (blockIdx.x > 0) convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);|'
+cuda_mutant paging cuda-conversion-skips-its-last-quad impl/cuda/paging.cu \
+  's|  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \
   's|std::min<std::uint64_t>(blocks_per_request \* bc, kRowLimit)|std::min<std::uint64_t>(blocks_per_request * bc + 1, kRowLimit)|'
 cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging.cu \

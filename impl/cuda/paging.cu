@@ -230,11 +230,26 @@ __global__ void __launch_bounds__(kThreads) validate(const std::int32_t* rows, c
   if (lowest != kNoRefusal) atomicMin(refusal, lowest);
 }
 
+// The lanes of block `block` (of kQuads quads a thread) converted and written, a
+// lane the conversion would refuse as -1. Each thread reads all its lanes before
+// writing any, as out may be rows.
+template <bool Vector>
+__device__ __forceinline__ void convert_block(unsigned block, const std::int32_t* rows,
+                                              const std::int32_t* valid_counts, const std::int32_t* tables,
+                                              const Geometry& g, std::int32_t* out) {
+  std::int32_t j[kQuads][4];
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(block, u), g.lanes, j[u]);
+  unsigned long long refused = kNoRefusal;  // the lanes it would name are -1 already
+  convert_quads<kQuads>(j, [block](int u) { return quad_of(block, u); }, valid_counts, tables, g, refused);
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
+}
+
 // After validate on the same stream: converts when the verdict is clean, else
 // records the refused lane's row and block for the host and writes nothing.
 // Blocks take the quads in reverse order: the last ones validated are the
-// likeliest still in L2. Each thread reads all its lanes before writing any, as
-// out may be rows.
+// likeliest still in L2.
 template <bool Vector>
 __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, const std::int32_t* valid_counts,
                                                     const std::int32_t* tables, Geometry g,
@@ -244,29 +259,15 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
     return;
   }
   const unsigned block = gridDim.x - 1 - blockIdx.x;
-  std::int32_t j[kQuads][4];
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(block, u), g.lanes, j[u]);
-  unsigned long long lowest = kNoRefusal;  // stays so: validate found none
-  convert_quads<kQuads>(j, [block](int u) { return quad_of(block, u); }, valid_counts, tables, g, lowest);
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
+  convert_block<Vector>(block, rows, valid_counts, tables, g, out);
 }
 
-// The masked conversion (model::paged_slots_masked): a lane the conversion would
-// refuse reads -1, so each thread writes its lanes as soon as they are converted;
-// one pass, no verdict. Each thread reads all its lanes before writing any, as out
-// may be rows.
+// The masked conversion (model::paged_slots_masked): nothing to wait for, so
+// one pass, no verdict.
 template <bool Vector>
 __global__ void __launch_bounds__(kThreads) convert_masked(const std::int32_t* rows, const std::int32_t* valid_counts,
                                                            const std::int32_t* tables, Geometry g, std::int32_t* out) {
-  std::int32_t j[kQuads][4];
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j[u]);
-  unsigned long long refused = kNoRefusal;  // the lanes it names are -1 already
-  convert_quads<kQuads>(j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, refused);
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);
+  convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);
 }
 
 // Calls whose lanes fit in one resident grid's registers (launched
