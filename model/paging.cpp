@@ -27,7 +27,7 @@ Result<std::int32_t, PagingError> slot_of(std::size_t lane, std::int64_t j, std:
                                           std::int64_t bc) {
   if (j < 0 || std::uint64_t(j / bc) >= table.size()) return pe::RowOutsideTable{lane, std::int32_t(j)};
   const std::int64_t block = table[std::size_t(j / bc)];
-  const std::int64_t slot = block * bc + j % bc;
+  const __int128 slot = __int128(block) * bc + j % bc;  // exact, whatever Bc
   if (block < 0 || slot > std::numeric_limits<std::int32_t>::max()) return pe::BadBlock{lane, block};
   return std::int32_t(slot);
 }

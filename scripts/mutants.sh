@@ -106,17 +106,19 @@ mutant indexer model-bound-too-tight model/indexer.cpp \
 
 mutant indexer cpu-key-check-skipped impl/cpu/indexer_scores.cpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
 
-# paging (issue 3): offset, valid count, table bound; the masked conversion refusing, keeping negative blocks, its table bound
+# paging (issue 3): offset, valid count, table bound, negative blocks and the slot bound; the masked conversion refusing, its table bound
 mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
-  's|        slot = block \* bc + j % bc;|        slot = block * bc + j % bc + 1;|'
+  's|slot = block \* bc + j % bc;|slot = block * bc + j % bc + 1;|'
 mutant paging cpu-valid-count-inclusive impl/cpu/paging.cpp \
   's|if (i < valid \&\& j >= 0|if (i <= valid \&\& j >= 0|'
 mutant paging model-table-bound model/paging.cpp \
   's|std::uint64_t(j / bc) >= table.size())|std::uint64_t(j / bc) > table.size())|'
 mutant paging model-masked-refuses model/paging.cpp \
   's|else if (!masked) return slot.error();|else return slot.error();|'
-mutant paging cpu-masked-keeps-negative-blocks impl/cpu/paging.cpp \
-  's|if (block < 0 \|\| slot > std::numeric_limits<std::int32_t>::max()) slot = -1;|if (slot > std::numeric_limits<std::int32_t>::max()) slot = -1;|'
+mutant paging cpu-negative-blocks-fit impl/cpu/paging.cpp \
+  's|  return block >= 0 \&\& block <= |  return block <= |'
+mutant paging cpu-slot-bound-off-by-one impl/cpu/paging.cpp \
+  's|(std::numeric_limits<std::int32_t>::max() - offset) / bc;|(std::numeric_limits<std::int32_t>::max() - offset) / bc + 1;|'
 mutant paging cpu-masked-table-bound impl/cpu/paging.cpp \
   's|std::uint64_t(j / bc) < blocks_per_request) {|std::uint64_t(j / bc) <= blocks_per_request) {|'
 
@@ -228,6 +230,8 @@ cuda_mutant paging cuda-masked-pass-skips-a-block impl/cuda/paging.cu \
   's|  convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);|  if (blockIdx.x > 0) convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);|'
 cuda_mutant paging cuda-conversion-skips-its-last-quad impl/cuda/paging.cu \
   's|  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);|'
+cuda_mutant paging cuda-wide-slot-bound-off-by-one impl/cuda/paging.cu \
+  's|  if (block < 0 \|\| block > (kMaxSlot - offset) / g.bc) {|  if (block < 0 \|\| block > (kMaxSlot - offset) / g.bc + 1) {|'
 cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \
   's|std::min<std::uint64_t>(blocks_per_request \* bc, kRowLimit)|std::min<std::uint64_t>(blocks_per_request * bc + 1, kRowLimit)|'
 cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging.cu \

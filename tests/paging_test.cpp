@@ -71,6 +71,11 @@ TEST_P(Paging, the_masked_conversion_maps_each_refused_lane_to_minus_one) {
   EXPECT_EQ(masked({1, 4, 5}, 3, {3}, {7, -1}, 2, 8, 2), (V{29, -1, -1}));  // negative block
   EXPECT_EQ(masked({1, 0}, 2, {2}, {0x7fffffff}, 1, 8, 2), (V{-1, -1}));    // slots past INT32_MAX
   EXPECT_EQ(masked({3, 0}, 2, {2}, {0x1fffffff}, 1, 8, 2), (V{0x7fffffff, 0x7ffffffc}));  // INT32_MAX itself
+  EXPECT_EQ(masked({0, 3}, 2, {2}, {0x20000000}, 1, 8, 2), (V{-1, -1}));                   // and one past it
+  const std::int64_t huge = std::int64_t(1) << 33;  // Bc = 2^33: only block 0 holds a slot
+  EXPECT_EQ(masked({5, 0}, 2, {2}, {0x7fffffff}, 1, huge, 1), (V{-1, -1}));
+  EXPECT_EQ(masked({5, 0}, 2, {2}, {1}, 1, huge, 1), (V{-1, -1}));
+  EXPECT_EQ(masked({5, 0}, 2, {2}, {0}, 1, huge, 1), (V{5, 0}));
   for (const auto& [b, r] : {std::pair<std::int64_t, std::int64_t>{8, 3}, {8, 0}, {1, 2}}) {
     V out(1, 77);
     const auto st = backend.masked(V{1}, 1, V{1}, V{7}, 1, b, r, out);
@@ -102,6 +107,10 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
   refused({1, -2}, 2, {2}, {7, 2}, 2, 8, 2, pe::RowOutsideTable{1, -2});
   refused({1, 4}, 2, {2}, {7, -1}, 2, 8, 2, pe::BadBlock{1, -1});
   refused({1}, 1, {1}, {0x7fffffff}, 1, 8, 2, pe::BadBlock{0, 0x7fffffff});
+  refused({0}, 1, {1}, {0x20000000}, 1, 8, 2, pe::BadBlock{0, 0x20000000});  // slot 2^31: one past INT32_MAX
+  // Bc = 2^33: block Bc wraps 64 bits for this block, and is still refused.
+  refused({5, 0}, 2, {2}, {0x7fffffff}, 1, std::int64_t(1) << 33, 1, pe::BadBlock{0, 0x7fffffff});
+  refused({5, 0}, 2, {2}, {1}, 1, std::int64_t(1) << 33, 1, pe::BadBlock{0, 1});  // block 1: 2^33 + 5
 }
 
 // Past lab size, on an H200: a call one resident grid's registers hold (the CUDA

@@ -12,6 +12,12 @@ std::size_t valid_lanes(std::int32_t count, std::size_t k) {
   return std::min<std::size_t>(k, std::size_t(std::max(count, 0)));
 }
 
+// block Bc + offset is a slot (0 <= it <= INT32_MAX), decided without forming
+// the product, which a huge Bc would overflow (offset = j mod Bc <= j < 2^31).
+bool slot_fits(std::int64_t block, std::int64_t offset, std::int64_t bc) {
+  return block >= 0 && block <= (std::numeric_limits<std::int32_t>::max() - offset) / bc;
+}
+
 // The geometry and shape refusals, in the model's order.
 Status<PagingError> shape_error(std::size_t lanes, std::size_t k, std::size_t requests, std::size_t table_size,
                                 std::size_t blocks_per_request, std::int64_t block_tokens, std::int64_t ratio,
@@ -46,8 +52,7 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
       if (j < 0 || std::uint64_t(j / bc) >= blocks_per_request)
         return pe::RowOutsideTable{lane, rows[lane]};
       const std::int64_t block = block_tables[n * blocks_per_request + std::size_t(j / bc)];
-      if (block < 0 || block * bc + j % bc > std::numeric_limits<std::int32_t>::max())
-        return pe::BadBlock{lane, block};
+      if (!slot_fits(block, j % bc, bc)) return pe::BadBlock{lane, block};
     }
   return paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request, block_tokens, ratio, out);
 }
@@ -70,8 +75,7 @@ Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::
       std::int64_t slot = -1;
       if (i < valid && j >= 0 && std::uint64_t(j / bc) < blocks_per_request) {
         const std::int64_t block = table[j / bc];
-        slot = block * bc + j % bc;
-        if (block < 0 || slot > std::numeric_limits<std::int32_t>::max()) slot = -1;
+        if (slot_fits(block, j % bc, bc)) slot = block * bc + j % bc;
       }
       out[n * k + i] = std::int32_t(slot);
     }

@@ -70,12 +70,13 @@ __device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane
     return -1;
   }
   const std::int64_t block = tables[n * g.blocks_per_request + std::size_t(block_of_j)];
-  const std::int64_t slot = block * g.bc + (j - block_of_j * g.bc);
-  if (block < 0 || slot > kMaxSlot) {
+  const std::int64_t offset = j - block_of_j * g.bc;
+  // block Bc + offset past INT32_MAX, decided without the product (Bc may be huge)
+  if (block < 0 || block > (kMaxSlot - offset) / g.bc) {
     *bad = 1;
     return -1;
   }
-  return std::int32_t(slot);
+  return std::int32_t(block * g.bc + offset);
 }
 
 // *p if `take`, else 0. Volatile, so the compiler keeps these loads in program
