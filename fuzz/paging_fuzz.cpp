@@ -1,6 +1,6 @@
 // Differential fuzz target for logical-row -> paged-slot conversion: bytes ->
 // (rows with padding and out-of-table entries, valid counts, block tables with
-// negative and huge ids, B, r). Every backend must equal the model, refusals
+// negative and huge ids, B small or huge, r). Every backend must equal the model, refusals
 // and untouched buffers included, out of place and in place, in both the
 // conversion and the masked conversion.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -32,7 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t requests = p.ConsumeIntegralInRange<std::size_t>(0, 4);
   const std::size_t k = p.ConsumeIntegralInRange<std::size_t>(0, 20);
   const std::int64_t ratio = p.ConsumeIntegralInRange<std::int64_t>(-1, 4);
-  const std::int64_t block_tokens = p.ConsumeIntegralInRange<std::int64_t>(0, 16);
+  // B up to 16 tokens, or now and then up to 2^40 (Bc past 2^32: block x Bc overflows 64 bits)
+  const std::int64_t block_tokens = p.ConsumeIntegralInRange(0, 7) == 0
+                                        ? p.ConsumeIntegralInRange<std::int64_t>(0, std::int64_t(1) << 40)
+                                        : p.ConsumeIntegralInRange<std::int64_t>(0, 16);
   const std::size_t per = p.ConsumeIntegralInRange<std::size_t>(0, 4);
   V counts, table, rows;
   for (std::size_t n = 0; n < requests; ++n) {
