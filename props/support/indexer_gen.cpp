@@ -339,7 +339,7 @@ rc::Gen<PagingCall> gen_paging_call() {
     c.block_tokens = *gen::weightedOneOf<std::int64_t>(
         {{8, gen::map(gen::element<std::int64_t>(1, 2, 4, 16, 64),
                       [r = std::max<std::int64_t>(c.ratio, 1)](std::int64_t m) { return m * r; })},
-         {1, gen::element<std::int64_t>(0, 1, 7, 256)}});
+         {1, gen::element<std::int64_t>(0, 1, 7, 256, std::int64_t(1) << 40)}});  // 2^40: block x Bc past 64 bits
     const std::int64_t bc = c.ratio > 0 && c.block_tokens > 0 ? std::max<std::int64_t>(c.block_tokens / c.ratio, 1) : 1;
     const auto requests = *gen::inRange<std::size_t>(0, 4);
     c.k = *gen::inRange<std::size_t>(0, 12);
