@@ -329,15 +329,21 @@ __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::si
   const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
   const std::size_t warps = warp_count(), w = warp_id(), share = (row_count + warps - 1) / warps;
   const std::size_t first = w * share, last = first + share < row_count ? first + share : row_count;
-  // item k of this warp: (row, chunk), row = row_count past the end
-  const auto item = [&](std::size_t k, std::size_t& row, unsigned& chunk) {
-    row = first + k / chunks, chunk = unsigned(k % chunks);
-    if (row >= last) row = row_count;
+  // this warp's items (row, chunk) in order, counted forward: a 64-bit division of
+  // the item number by a run-time chunk count cost a hundred-odd instructions an item
+  struct Item {
+    std::size_t row;
+    unsigned chunk;
   };
+  const auto advance = [&](Item& at) {
+    if (++at.chunk == chunks) at.chunk = 0, ++at.row;
+  };
+  const auto next_stage = [](unsigned u) { return u + 1 == kStreamStages ? 0u : u + 1; };
   const auto request_of = [&](std::size_t& i, std::size_t row) {
     while (i + 1 < n && std::size_t(requests[i + 1].row_offset) <= row) ++i;
   };
-  std::size_t ask_request = 0, use_request = 0, ask_k = 0;
+  std::size_t ask_request = 0, use_request = 0;
+  Item asked{first, 0};
   if (first < last)
     ask_request = use_request = find_request(requests, n, first, [](const RequestMeta& m) { return m.row_offset; });
   // a row's inputs found once, at the first of its chunks this warp takes
@@ -346,10 +352,10 @@ __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::si
   Input use_in[2] = {};
   std::int64_t use_j = -1;
   const auto ask = [&](unsigned u) {  // the next item's loads into stage u, then a commit (empty past the end)
-    std::size_t row;
-    unsigned chunk;
-    item(ask_k++, row, chunk);
-    if (row < row_count) {
+    const std::size_t row = asked.row;
+    const unsigned chunk = asked.chunk;
+    advance(asked);
+    if (row < last) {
       if (row != ask_last) {
         ask_last = row;
         request_of(ask_request, row);
@@ -368,12 +374,11 @@ __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::si
     __pipeline_commit();
   };
   for (unsigned k = 0; k + 1 < kStreamStages; ++k) ask(k);
-  for (std::size_t k = 0;; ++k) {
-    std::size_t row;
-    unsigned chunk;
-    item(k, row, chunk);
-    if (row >= row_count) break;
-    ask(unsigned((k + kStreamStages - 1) % kStreamStages));
+  unsigned u = 0, refill = kStreamStages - 1;  // this item's stage, and the stage asked for now
+  for (Item at{first, 0}; at.row < last; advance(at), u = next_stage(u), refill = next_stage(refill)) {
+    const std::size_t row = at.row;
+    const unsigned chunk = at.chunk;
+    ask(refill);
     if (row != use_last) {
       use_last = row;
       request_of(use_request, row);
@@ -383,9 +388,9 @@ __device__ void stream_pairs(const RequestMeta* requests, std::size_t n, std::si
         use_in[0] = input_of(q, 2 * use_j, projected, ring, g), use_in[1] = input_of(q, 2 * use_j + 1, projected, ring, g);
     }
     if (chunk == 0 && lane == 0) staged_j[row] = std::int32_t(use_j);
-    __pipeline_wait_prior(kStreamStages - 1);  // item k's copies landed
+    __pipeline_wait_prior(kStreamStages - 1);  // this item's copies landed
     std::uint16_t* out = staged + row * D;
-    const unsigned d = 4 * lane + 128 * chunk, u = unsigned(k % kStreamStages);
+    const unsigned d = 4 * lane + 128 * chunk;
     if (d < D && use_j < 0) *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
     if (d < D && use_j >= 0) {
       const float4 sc[2] = {stage[u][0][slot], stage[u][2][slot]}, la[2] = {stage[u][1][slot], stage[u][3][slot]};
