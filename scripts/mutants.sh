@@ -191,9 +191,13 @@ cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
 cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device.cu \
   's|  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, refusals);||'
 cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
-  's|  for (std::size_t at = 0; at < bytes; at += sizeof piece.words) {|  for (std::size_t at = 0; at == 0; at += sizeof piece.words) {|'
+  's|  for (std::size_t p = 0; p < pieces; ++p) {|  for (std::size_t p = 0; p < 1; ++p) {|'
 cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress.cu \
-  's|const unsigned d = 4 \* lane + 128 \* chunk, u = unsigned(k % kStreamStages);|const unsigned d = 4 * lane + 128 * chunk, u = unsigned((k + 1) % kStreamStages);|'
+  's|  unsigned u = 0, refill = kStreamStages - 1;|  unsigned u = 1, refill = kStreamStages - 1;|'
+cuda_mutant compress cuda-stream-skips-a-row-s-last-chunk impl/cuda/compress.cu \
+  's|    if (++at.chunk == chunks) at.chunk = 0, ++at.row;|    if (++at.chunk + 1 >= chunks) at.chunk = 0, ++at.row;|'
+cuda_mutant compress cuda-ring-entry-modulo-one-more impl/cuda/compress.cu \
+  's|std::size_t(unsigned(p) % unsigned(g.ring));|std::size_t(unsigned(p) % unsigned(g.ring + 1));|'
 cuda_mutant compress cuda-commit-discards-before-reading impl/cuda/compress.cu \
   's|    reinterpret_cast<uint4\*>(rows)\[i\] = line\[i % 8\];|    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory"); reinterpret_cast<uint4*>(rows)[i] = line[i % 8];|'
 cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress.cu \

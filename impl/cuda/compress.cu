@@ -106,6 +106,14 @@ __device__ void for_each_item(const RequestMeta* requests, std::size_t n, std::s
 __device__ inline std::size_t warp_id() { return (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; }
 __device__ inline std::size_t warp_count() { return std::size_t(gridDim.x) * (blockDim.x / 32); }
 
+// Ring entry p mod S of request q's slot, as a float index. Positions are below
+// 2^31 (the plan refuses more), so the remainder is taken in 32 bits where S
+// allows: in 64 bits it was a hundred-odd instructions a use.
+__device__ inline std::size_t entry_of(const RequestMeta& q, std::int64_t p, const Geometry& g) {
+  const std::size_t within = g.ring > INT32_MAX ? std::size_t(p) : std::size_t(unsigned(p) % unsigned(g.ring));
+  return (std::size_t(q.slot) * std::size_t(g.ring) + within) * g.width;
+}
+
 // Where position p of request q is read from: positions before the step's start
 // from the ring (entry p mod S of its slot), the step's own from `projected` (for
 // decode the same bytes the ring is about to hold: S >= r + qmax - 1 keeps those
@@ -117,7 +125,7 @@ struct Input {
 __device__ inline Input input_of(const RequestMeta& q, std::int64_t p, const float* projected, const float* ring,
                                  const Geometry& g) {
   if (p < q.start) {
-    const std::size_t at = (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+    const std::size_t at = entry_of(q, p, g);
     return {ring + at, kRingCode | at};
   }
   const std::size_t at = std::size_t(q.token_offset + p - q.start) * g.width;
@@ -252,8 +260,7 @@ __device__ void group_row(const RequestMeta& q, std::int64_t j, const float* pro
 #pragma unroll
     for (int t = 0; t < R; ++t) {
       const std::int64_t p = j * R + t;
-      keep[t] = Prefill || p < q.start ? nullptr
-                                        : ring_out + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+      keep[t] = Prefill || p < q.start ? nullptr : ring_out + entry_of(q, p, g);
     }
     const auto load = [&](unsigned base, float4 (&s)[kQuads][R], float4 (&v)[kQuads][R]) {
 #pragma unroll
@@ -411,7 +418,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_
   const RequestMeta* requests = table.table();
   const std::size_t request_count = table.count;
   const unsigned lane = threadIdx.x % 32;
-  const std::int64_t r = g.ratio;
+  const std::int64_t r = R > 0 ? R : g.ratio;  // a constant where the template gives it
   if constexpr (R == 2 && kStreamPairs) {
     __shared__ Stages stage;
     stream_pairs(requests, request_count, row_count, projected, ring, g, staged, staged_j, error, stage);
@@ -461,7 +468,7 @@ __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* sta
     for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth) {
       const std::int64_t local = q.tokens - 1 - k, p = q.start + local;
       const float* from = projected + std::size_t(q.token_offset + local) * g.width;
-      float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+      float* to = ring + entry_of(q, p, g);
       if (vector_ring) {
         for (unsigned i = threadIdx.x; i < g.width / 4; i += blockDim.x)
           reinterpret_cast<float4*>(to)[i] = reinterpret_cast<const float4*>(from)[i];
@@ -549,9 +556,10 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) decode_r
   for_each_item(
       table.table(), table.count, token_count, [](const RequestMeta& m) { return m.token_offset; },
       [&](const RequestMeta& q, std::size_t token) {
-        const std::int64_t r = g.ratio, p = q.start + (std::int64_t(token) - q.token_offset);
+        // r a constant where the template gives it (its divisions a few instructions)
+        const std::int64_t r = R > 0 ? R : g.ratio, p = q.start + (std::int64_t(token) - q.token_offset);
         const float* from = projected + token * g.width;
-        float* to = ring + (std::size_t(q.slot) * std::size_t(g.ring) + std::size_t(p % g.ring)) * g.width;
+        float* to = ring + entry_of(q, p, g);
         // a position whose group completes in this step goes into the ring with the
         // group's row (group_row, 16-byte paths); the others here
         const bool with_its_row = R > 0 && p / r * r + r - 1 < q.start + q.tokens;
