@@ -165,7 +165,9 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
-  's|    check_run<1>(projected + from, to - from, from, error, lane);||'
+  's|    if (from < to) check_run<1>(projected + from, to - from < 128 ? to - from : 128, from, error, lane);||'
+cuda_mutant compress cuda-pending-skips-a-request-s-last-piece impl/cuda/compress.cu \
+  's|    if (from < to) check_run<1>(projected + from, to - from < 128 ? to - from : 128, from, error, lane);|    if (from + 128 < to) check_run<1>(projected + from, to - from < 128 ? to - from : 128, from, error, lane);|'
 cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress.cu \
   's|      check_run<8>(in.at, g.width, in.index, error, lane);||'
 cuda_mutant compress cuda-rows-not-waiting-for-the-side-stream impl/cuda/compress.cu \

@@ -435,12 +435,17 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_
                     }
                   });
   }
-  for (std::size_t i = warp_id(); i < request_count; i += warp_count()) {
-    const RequestMeta q = requests[i];
+  // Each request's pending positions (e mod r of them, at most r - 1), in pieces of
+  // 128 floats dealt over every warp: with a warp per request each lane waited out
+  // its eight loads of a 4 KiB position one after another (8 x 512 from an odd start
+  // took 13.1 us in a graph, 11.0 from an even one, on the H200).
+  const std::size_t pieces = (std::size_t(r - 1) * g.width + 127) / 128;
+  for (std::size_t item = warp_id(); item < request_count * pieces; item += warp_count()) {
+    const RequestMeta q = requests[item / pieces];
     const std::int64_t e = q.start + q.tokens, first = e / r * r > q.start ? e / r * r : q.start;
-    const std::size_t from = std::size_t(q.token_offset + first - q.start) * g.width;
+    const std::size_t from = std::size_t(q.token_offset + first - q.start) * g.width + item % pieces * 128;
     const std::size_t to = std::size_t(q.token_offset + q.tokens) * g.width;
-    check_run<1>(projected + from, to - from, from, error, lane);
+    if (from < to) check_run<1>(projected + from, to - from < 128 ? to - from : 128, from, error, lane);
   }
 }
 
