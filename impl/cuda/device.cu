@@ -165,16 +165,22 @@ struct Piece {
   uint4 words[Words];
 };
 constexpr std::size_t kSmallPiece = 256, kLargePiece = 2000;
+// A piece's bytes are spread over blocks of 64 threads, 1 KiB a block: the lanes of
+// a warp read 32 different words of the parameters, which the constant cache
+// serves one at a time, so one block of 256 threads took 3.6 us to store 8 KiB
+// (Nsight, H200); each SM has a constant cache of its own.
+constexpr std::size_t kPieceBlockBytes = 1024;
 static_assert(sizeof(Piece<kLargePiece>) == kKernelCarriedBytes);
 template <std::size_t Words>
 __global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::size_t count, unsigned char* to,
                             unsigned long long* reset) {
   let_next_kernel_start();  // a kernel launched `overlapped` after it waits for it anyway
-  if (reset != nullptr && threadIdx.x == 0) *reset = kNoRefusal;
+  const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x, stride = std::size_t(gridDim.x) * blockDim.x;
+  if (reset != nullptr && first == 0) *reset = kNoRefusal;
   const std::size_t whole = reinterpret_cast<std::uintptr_t>(to) % 16 == 0 ? count / 16 : 0;
-  for (std::size_t i = threadIdx.x; i < whole; i += blockDim.x) reinterpret_cast<uint4*>(to)[i] = piece.words[i];
+  for (std::size_t i = first; i < whole; i += stride) reinterpret_cast<uint4*>(to)[i] = piece.words[i];
   const auto* bytes = reinterpret_cast<const unsigned char*>(piece.words);
-  for (std::size_t i = 16 * whole + threadIdx.x; i < count; i += blockDim.x) to[i] = bytes[i];
+  for (std::size_t i = 16 * whole + first; i < count; i += stride) to[i] = bytes[i];
 }
 
 // A captured call's refusal word made clean at each replay by a kernel: the call's
@@ -216,7 +222,8 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
     const std::size_t at = p * sizeof piece.words, count = std::min(bytes - at, sizeof piece.words);
     std::memcpy(piece.words, static_cast<const unsigned char*>(host) + at, count);
     const Stream on = fanned > 0 && p > 0 ? fan->fan[(p - 1) % fanned] : stream;
-    store_piece<<<1, 256, 0, on>>>(piece, count, static_cast<unsigned char*>(device) + at, p == 0 ? reset : nullptr);
+    store_piece<<<unsigned((count + kPieceBlockBytes - 1) / kPieceBlockBytes), 64, 0, on>>>(
+        piece, count, static_cast<unsigned char*>(device) + at, p == 0 ? reset : nullptr);
   }
   for (std::size_t i = 0; i < fanned; ++i) {
     if (cudaError_t e = cudaEventRecord(fan->fan_joined, fan->fan[i]); e != cudaSuccess) return e;
