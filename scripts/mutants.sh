@@ -209,7 +209,7 @@ cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress.cu \
 cuda_mutant compress cuda-captured-table-pieces-not-joined impl/cuda/device.cu \
   's|    if (cudaError_t e = cudaStreamWaitEvent(stream, fan->fan_joined, 0); e != cudaSuccess) return e;||'
 cuda_mutant compress cuda-piece-blocks-copy-the-same-bytes impl/cuda/device.cu \
-  's|  const std::size_t first = std::size_t(blockIdx.x) \* blockDim.x + threadIdx.x, stride|  const std::size_t first = threadIdx.x, stride|'
+  's|  const std::size_t first = std::size_t(blockIdx.x) \* blockDim.x + threadIdx.x;|  const std::size_t first = threadIdx.x;|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer_read_once.cu \

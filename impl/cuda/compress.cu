@@ -667,8 +667,8 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   int failure = 0;
   if (decode && !table_beside) {
     const std::size_t work = std::max(projected.size(), meta.size() * std::size_t(shape.ratio - 1) * g.width);
-    overlapped(validate<true, true>, dim3(grid_for(work, kValidatedPerBlock, 4096) + 1), 256, 0, stream, projected.data(),
-               projected.size(), static_cast<const float*>(ring.data()), table, g, refusals);
+    overlapped(validate<true, true>, dim3(grid_for(work, kValidatedPerBlock, 4096) + 1), 256, 0, stream,
+               projected.data(), projected.size(), static_cast<const float*>(ring.data()), table, g, refusals);
   } else if (decode) {
     Stream side = nullptr;
     failure = fork_side(stream, &side);

@@ -175,7 +175,8 @@ template <std::size_t Words>
 __global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::size_t count, unsigned char* to,
                             unsigned long long* reset) {
   let_next_kernel_start();  // a kernel launched `overlapped` after it waits for it anyway
-  const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x, stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   if (reset != nullptr && first == 0) *reset = kNoRefusal;
   const std::size_t whole = reinterpret_cast<std::uintptr_t>(to) % 16 == 0 ? count / 16 : 0;
   for (std::size_t i = first; i < whole; i += stride) reinterpret_cast<uint4*>(to)[i] = piece.words[i];
