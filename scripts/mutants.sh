@@ -152,7 +152,8 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # call's verdict not reset, a prefill's ring keeping one position less, the index a
 # 16-byte group reports, the rows computed with the previous chunk's latents (the
 # prefetched ones dropped), a call captured in a graph copying its requests from the
-# pinned mirror later calls reuse (or storing only the first piece of them), the
+# pinned mirror later calls reuse (or storing only the first piece of them), a table
+# of 8 or 16 KiB stored short of its last 16 bytes, the
 # streamed pair rows reading the stage after their own, the commit dropping a staged
 # line from L2 before its lanes read it, decode leaving a
 # position whose group completes just past the step out of the ring; the bits the top-k's
@@ -210,6 +211,10 @@ cuda_mutant compress cuda-captured-table-pieces-not-joined impl/cuda/device.cu \
   's|    if (cudaError_t e = cudaStreamWaitEvent(stream, fan->fan_joined, 0); e != cudaSuccess) return e;||'
 cuda_mutant compress cuda-piece-blocks-copy-the-same-bytes impl/cuda/device.cu \
   's|  const std::size_t first = std::size_t(blockIdx.x) \* blockDim.x + threadIdx.x;|  const std::size_t first = threadIdx.x;|'
+cuda_mutant compress cuda-8k-pieces-short-of-their-last-word impl/cuda/device.cu \
+  's|    return store_pieces<2 \* kSmallPiece>(host, bytes, stream, device, reset, fan);|    return store_pieces<2 * kSmallPiece>(host, bytes - 16, stream, device, reset, fan);|'
+cuda_mutant compress cuda-16k-pieces-short-of-their-last-word impl/cuda/device.cu \
+  's|    return store_pieces<4 \* kSmallPiece>(host, bytes, stream, device, reset, fan);|    return store_pieces<4 * kSmallPiece>(host, bytes - 16, stream, device, reset, fan);|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer_read_once.cu \

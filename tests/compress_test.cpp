@@ -910,6 +910,86 @@ TEST(CompressCuda, every_kernel_path_at_d_512_and_1024_equals_the_cpu) {
 #endif
 }
 
+// A call's request table goes one of several ways by its length (docs/compress.md):
+// in the kernels' parameters (up to 64 requests), stored by kernels carrying it in
+// pieces of 4, 8, 16 or 32000 bytes' worth (up to 128, 256, 512 and 1000), else
+// from a pinned mirror or, for decode, beside the check of `projected`. A prefill
+// and a decode step at each length and one past it, waiting, queued and captured in
+// a graph, equal the CPU: rows, indices, positions and ring.
+TEST(CompressCuda, every_table_length_equals_the_cpu) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  enum class Way { Waiting, Queued, Captured };
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal;
+  for (const std::size_t count : {64, 65, 128, 129, 256, 257, 512, 513, 1000, 1001})
+    for (const bool decode : {false, true})
+      for (const Way way : {Way::Waiting, Way::Queued, Way::Captured}) {
+        const CompressShape shape{2, 4, 7, count};
+        std::vector<CompressRequest> requests;
+        std::size_t tokens = 0, rows = 0;
+        for (std::size_t i = 0; i < count; ++i) {  // slots reversed, starts and lengths varied
+          const CompressRequest q{std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(1 + i % 4)};
+          requests.push_back(q);
+          tokens += std::size_t(q.tokens);
+          rows += decode ? std::size_t(q.tokens)
+                         : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / 2 - q.start / 2));
+        }
+        std::vector<float> projected(tokens * 2 * shape.dim), ring(count * shape.ring * 2 * shape.dim);
+        for (float& x : projected) x = normal(rng);
+        for (float& x : ring) x = normal(rng);
+        std::vector<float> want_ring = ring;
+        std::vector<std::uint16_t> want(rows * shape.dim), got(want.size(), 0x5a5a);
+        std::vector<std::int32_t> want_index(rows), want_positions(rows), index(rows, 77), positions(rows, 77);
+        const auto cpu_step = decode ? cpu::compress_decode : cpu::compress_prefill;
+        ASSERT_TRUE(cpu_step(requests, projected, want_ring, shape, want, want_index, want_positions).ok());
+        props::DeviceBuffer<float> d_in{std::span<const float>(projected)}, d_ring{std::span<const float>(ring)};
+        props::DeviceBuffer<std::uint16_t> d_out{std::span<const std::uint16_t>(got)};
+        props::DeviceBuffer<std::int32_t> d_index{std::span<const std::int32_t>(index)},
+            d_positions{std::span<const std::int32_t>(positions)};
+        props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
+        const auto queue = [&](cudaStream_t stream) {
+          const auto step = decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
+          return step(requests, d_in.span(), d_ring.span(), shape, d_out.span(), d_index.span(), d_positions.span(),
+                      verdict.span().data(), stream)
+              .ok();
+        };
+        const char* how = way == Way::Waiting ? "waiting" : way == Way::Queued ? "queued" : "captured";
+        const std::string call =
+            std::string(decode ? "decode" : "prefill") + " of " + std::to_string(count) + " requests, " + how;
+        std::vector<cuda::DeviceVerdict> v(1);
+        if (way == Way::Waiting) {
+          const auto step = decode ? cuda::compress_decode : cuda::compress_prefill;
+          ASSERT_TRUE(
+              step(requests, d_in.span(), d_ring.span(), shape, d_out.span(), d_index.span(), d_positions.span(), nullptr)
+                  .ok())
+              << call;
+        } else if (way == Way::Queued) {
+          ASSERT_TRUE(queue(nullptr)) << call;
+          ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess) << call;
+          verdict.download(v);
+          EXPECT_TRUE(cuda::compress_verdict(v[0]).ok()) << call;
+        } else {
+          CapturedCalls graph(queue);
+          ASSERT_TRUE(graph.ok()) << call;
+          ASSERT_TRUE(graph.replay()) << call;
+          verdict.download(v);
+          EXPECT_TRUE(cuda::compress_verdict(v[0]).ok()) << call;
+        }
+        d_ring.download(ring);
+        d_out.download(got);
+        d_index.download(index);
+        d_positions.download(positions);
+        EXPECT_TRUE(got == want) << call << ": rows differ";
+        EXPECT_EQ(index, want_index) << call;
+        EXPECT_EQ(positions, want_positions) << call;
+        EXPECT_EQ(std::memcmp(ring.data(), want_ring.data(), ring.size() * 4), 0) << call;
+      }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Compress, ::testing::Values("cpu", "cuda", "cuda_queued"),
                          [](const auto& info) { return info.param; });
 
