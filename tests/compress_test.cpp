@@ -858,6 +858,85 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
 #endif
 }
 
+#ifdef AETHER_HAVE_CUDA
+// One step from the same inputs on the CPU and on the device: the CPU backend's
+// rows, indices, positions and ring are `want`; the device's copies of the inputs
+// and of outputs filled with marks the call must overwrite go to `run` (the waiting
+// call), `queue` (queued on a stream, its verdict kept) or a graph capturing
+// `queue`. expect_the_cpu's(call) checks what the device left.
+class StepOnBoth {
+ public:
+  StepOnBoth(std::vector<CompressRequest> requests, const CompressShape& shape, bool decode,
+             const std::function<float()>& draw)
+      : requests_(std::move(requests)), shape_(shape), decode_(decode) {
+    std::size_t rows = 0, tokens = 0;
+    for (const auto& q : requests_) {
+      const std::int64_t r = shape.ratio;
+      rows += decode ? std::size_t(q.tokens)
+                     : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / r - q.start / r));
+      tokens += std::size_t(q.tokens);
+    }
+    std::vector<float> projected(tokens * 2 * shape.dim), ring(shape.state_slots * shape.ring * 2 * shape.dim);
+    for (float& x : projected) x = draw();
+    for (float& x : ring) x = draw();
+    want_ring_ = ring;
+    want_rows_.resize(rows * shape.dim);
+    want_index_.resize(rows);
+    want_positions_.resize(rows);
+    const auto step = decode ? cpu::compress_decode : cpu::compress_prefill;
+    cpu_ok_ = step(requests_, projected, want_ring_, shape, want_rows_, want_index_, want_positions_).ok();
+    in_ = std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(projected));
+    ring_ = std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(ring));
+    rows_ = std::make_unique<props::DeviceBuffer<std::uint16_t>>(std::vector<std::uint16_t>(rows * shape.dim, 0x5a5a));
+    index_ = std::make_unique<props::DeviceBuffer<std::int32_t>>(std::vector<std::int32_t>(rows, 77));
+    positions_ = std::make_unique<props::DeviceBuffer<std::int32_t>>(std::vector<std::int32_t>(rows, 77));
+  }
+  bool cpu_ok() const { return cpu_ok_; }
+  bool run() {
+    const auto step = decode_ ? cuda::compress_decode : cuda::compress_prefill;
+    return step(requests_, in_->span(), ring_->span(), shape_, rows_->span(), index_->span(), positions_->span(),
+                nullptr)
+        .ok();
+  }
+  bool queue(cudaStream_t stream) {
+    const auto step = decode_ ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
+    return step(requests_, in_->span(), ring_->span(), shape_, rows_->span(), index_->span(), positions_->span(),
+                verdict_.span().data(), stream)
+        .ok();
+  }
+  bool queued_verdict_clean() {
+    std::vector<cuda::DeviceVerdict> v(1);
+    verdict_.download(v);
+    return cuda::compress_verdict(v[0]).ok();
+  }
+  void expect_the_cpu_s(const std::string& call) {
+    std::vector<std::uint16_t> rows(want_rows_.size());
+    std::vector<std::int32_t> index(want_index_.size()), positions(want_positions_.size());
+    std::vector<float> ring(want_ring_.size());
+    rows_->download(rows);
+    index_->download(index);
+    positions_->download(positions);
+    ring_->download(ring);
+    EXPECT_TRUE(rows == want_rows_) << call << ": rows differ";
+    EXPECT_EQ(index, want_index_) << call;
+    EXPECT_EQ(positions, want_positions_) << call;
+    EXPECT_EQ(std::memcmp(ring.data(), want_ring_.data(), ring.size() * 4), 0) << call;
+  }
+
+ private:
+  std::vector<CompressRequest> requests_;
+  CompressShape shape_;
+  bool decode_, cpu_ok_ = false;
+  std::vector<float> want_ring_;
+  std::vector<std::uint16_t> want_rows_;
+  std::vector<std::int32_t> want_index_, want_positions_;
+  std::unique_ptr<props::DeviceBuffer<float>> in_, ring_;
+  std::unique_ptr<props::DeviceBuffer<std::uint16_t>> rows_;
+  std::unique_ptr<props::DeviceBuffer<std::int32_t>> index_, positions_;
+  props::DeviceBuffer<cuda::DeviceVerdict> verdict_{std::vector<cuda::DeviceVerdict>(1)};
+};
+#endif
+
 // Every kernel path against the CPU: prefill and a decode step of 6 at D 512 and
 // r = 1 and 2 (registers, the next 128 or 256 channels loaded during the current
 // ones; prefill at 2 streams), r = 4 (registers) and r = 3 (one channel at a time),
@@ -870,40 +949,14 @@ TEST(CompressCuda, every_kernel_path_at_d_512_and_1024_equals_the_cpu) {
   std::uniform_real_distribution<float> uniform(-8.0f, 8.0f);
   for (const auto& [r, dim] : {std::pair<std::int64_t, std::size_t>{1, 512}, {2, 512}, {2, 1024}, {3, 512}, {4, 512}})
     for (const bool decode : {false, true}) {
-      const CompressShape shape{r, dim, std::size_t(r + 6 - 1), 16};
       const std::int32_t tokens = decode ? 6 : 64;
       std::vector<CompressRequest> requests;
       for (std::int32_t i = 0; i < 16; ++i) requests.push_back({15 - i, 1001 + i, tokens - i % 2});
-      std::size_t rows = 0, token_count = 0;
-      for (const auto& q : requests) {
-        rows += decode ? std::size_t(q.tokens) : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / r - q.start / r));
-        token_count += std::size_t(q.tokens);
-      }
-      std::vector<float> projected(token_count * 2 * shape.dim), ring(shape.state_slots * shape.ring * 2 * shape.dim);
-      for (float& x : projected) x = uniform(rng);
-      for (float& x : ring) x = uniform(rng);
-      std::vector<float> cpu_ring = ring;
-      std::vector<std::uint16_t> want(rows * shape.dim), got(want.size(), 0x5a5a);
-      std::vector<std::int32_t> want_index(rows), want_positions(rows), index(rows, 77), positions(rows, 77);
-      const auto cpu_step = decode ? cpu::compress_decode : cpu::compress_prefill;
-      ASSERT_TRUE(cpu_step(requests, projected, cpu_ring, shape, want, want_index, want_positions).ok());
-      props::DeviceBuffer<float> d_in{std::span<const float>(projected)}, d_ring{std::span<const float>(ring)};
-      props::DeviceBuffer<std::uint16_t> d_out{std::span<const std::uint16_t>(got)};
-      props::DeviceBuffer<std::int32_t> d_index{std::span<const std::int32_t>(index)},
-          d_positions{std::span<const std::int32_t>(positions)};
-      const auto gpu_step = decode ? cuda::compress_decode : cuda::compress_prefill;
-      ASSERT_TRUE(gpu_step(requests, d_in.span(), d_ring.span(), shape, d_out.span(), d_index.span(),
-                           d_positions.span(), nullptr)
-                      .ok());
-      d_ring.download(ring);
-      d_out.download(got);
-      d_index.download(index);
-      d_positions.download(positions);
-      const std::string call = (decode ? "decode at r " : "prefill at r ") + std::to_string(r) + ", D " + std::to_string(dim);
-      EXPECT_TRUE(got == want) << call << ": rows differ";
-      EXPECT_EQ(index, want_index) << call;
-      EXPECT_EQ(positions, want_positions) << call;
-      EXPECT_EQ(std::memcmp(ring.data(), cpu_ring.data(), ring.size() * 4), 0) << call;
+      StepOnBoth step(requests, {r, dim, std::size_t(r + 6 - 1), 16}, decode, [&] { return uniform(rng); });
+      ASSERT_TRUE(step.cpu_ok());
+      ASSERT_TRUE(step.run());
+      step.expect_the_cpu_s((decode ? "decode at r " : "prefill at r ") + std::to_string(r) + ", D " +
+                            std::to_string(dim));
     }
 #else
   GTEST_SKIP() << "built without CUDA";
@@ -925,65 +978,27 @@ TEST(CompressCuda, every_table_length_equals_the_cpu) {
   for (const std::size_t count : {64, 65, 128, 129, 256, 257, 512, 513, 1000, 1001})
     for (const bool decode : {false, true})
       for (const Way way : {Way::Waiting, Way::Queued, Way::Captured}) {
-        const CompressShape shape{2, 4, 7, count};
         std::vector<CompressRequest> requests;
-        std::size_t tokens = 0, rows = 0;
-        for (std::size_t i = 0; i < count; ++i) {  // slots reversed, starts and lengths varied
-          const CompressRequest q{std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(1 + i % 4)};
-          requests.push_back(q);
-          tokens += std::size_t(q.tokens);
-          rows += decode ? std::size_t(q.tokens)
-                         : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / 2 - q.start / 2));
-        }
-        std::vector<float> projected(tokens * 2 * shape.dim), ring(count * shape.ring * 2 * shape.dim);
-        for (float& x : projected) x = normal(rng);
-        for (float& x : ring) x = normal(rng);
-        std::vector<float> want_ring = ring;
-        std::vector<std::uint16_t> want(rows * shape.dim), got(want.size(), 0x5a5a);
-        std::vector<std::int32_t> want_index(rows), want_positions(rows), index(rows, 77), positions(rows, 77);
-        const auto cpu_step = decode ? cpu::compress_decode : cpu::compress_prefill;
-        ASSERT_TRUE(cpu_step(requests, projected, want_ring, shape, want, want_index, want_positions).ok());
-        props::DeviceBuffer<float> d_in{std::span<const float>(projected)}, d_ring{std::span<const float>(ring)};
-        props::DeviceBuffer<std::uint16_t> d_out{std::span<const std::uint16_t>(got)};
-        props::DeviceBuffer<std::int32_t> d_index{std::span<const std::int32_t>(index)},
-            d_positions{std::span<const std::int32_t>(positions)};
-        props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
-        const auto queue = [&](cudaStream_t stream) {
-          const auto step = decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
-          return step(requests, d_in.span(), d_ring.span(), shape, d_out.span(), d_index.span(), d_positions.span(),
-                      verdict.span().data(), stream)
-              .ok();
-        };
+        for (std::size_t i = 0; i < count; ++i)  // slots reversed, starts and lengths varied
+          requests.push_back({std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(1 + i % 4)});
+        StepOnBoth step(requests, {2, 4, 7, count}, decode, [&] { return normal(rng); });
         const char* how = way == Way::Waiting ? "waiting" : way == Way::Queued ? "queued" : "captured";
         const std::string call =
             std::string(decode ? "decode" : "prefill") + " of " + std::to_string(count) + " requests, " + how;
-        std::vector<cuda::DeviceVerdict> v(1);
+        ASSERT_TRUE(step.cpu_ok()) << call;
         if (way == Way::Waiting) {
-          const auto step = decode ? cuda::compress_decode : cuda::compress_prefill;
-          ASSERT_TRUE(
-              step(requests, d_in.span(), d_ring.span(), shape, d_out.span(), d_index.span(), d_positions.span(), nullptr)
-                  .ok())
-              << call;
+          ASSERT_TRUE(step.run()) << call;
         } else if (way == Way::Queued) {
-          ASSERT_TRUE(queue(nullptr)) << call;
+          ASSERT_TRUE(step.queue(nullptr)) << call;
           ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess) << call;
-          verdict.download(v);
-          EXPECT_TRUE(cuda::compress_verdict(v[0]).ok()) << call;
+          EXPECT_TRUE(step.queued_verdict_clean()) << call;
         } else {
-          CapturedCalls graph(queue);
+          CapturedCalls graph([&](cudaStream_t stream) { return step.queue(stream); });
           ASSERT_TRUE(graph.ok()) << call;
           ASSERT_TRUE(graph.replay()) << call;
-          verdict.download(v);
-          EXPECT_TRUE(cuda::compress_verdict(v[0]).ok()) << call;
+          EXPECT_TRUE(step.queued_verdict_clean()) << call;
         }
-        d_ring.download(ring);
-        d_out.download(got);
-        d_index.download(index);
-        d_positions.download(positions);
-        EXPECT_TRUE(got == want) << call << ": rows differ";
-        EXPECT_EQ(index, want_index) << call;
-        EXPECT_EQ(positions, want_positions) << call;
-        EXPECT_EQ(std::memcmp(ring.data(), want_ring.data(), ring.size() * 4), 0) << call;
+        step.expect_the_cpu_s(call);
       }
 #else
   GTEST_SKIP() << "built without CUDA";
