@@ -160,8 +160,9 @@ int current_ring(ScratchRing** out) {
 // waits for). At most 32000 bytes, under the 32764 that CUDA 12.1 and later
 // accept (4 KiB pieces made a 4096-request table 33 kernels in a row: 150 us a
 // replay); the smallest of 4, 8 and 16 KiB that holds the table where one does,
-// since a launch copies every parameter byte: on the H200's host a launch took 3.6
-// us with 4 KiB of parameters, 4.1 with 8, 5.1 with 16 and 7.3 with 32000.
+// since a launch copies every parameter byte: on the H200's host a launch took
+// 3.4-3.6 us with 4 KiB of parameters, 4.0-4.1 with 8, 4.9-5.1 with 16 and 7.1-7.5
+// with 32000.
 template <std::size_t Words>
 struct Piece {
   uint4 words[Words];
