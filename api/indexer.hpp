@@ -15,7 +15,7 @@ namespace aether {
 // Chunked prefill never stores logits for more queries than this at once.
 inline constexpr std::size_t MAX_PREFILL_CHUNK_ROWS = 8192;
 
-// How index keys are stored, one row per key (source 003 A.5, issue 3):
+// How index keys are stored, one row per key (source 003 A.5):
 //   F32   D floats                                    4 D bytes
 //   BF16  D bfloat16 (the high half of a float)       2 D bytes
 //   E4M3  D FP8 E4M3 bytes, then one fp32 scale       D + 4 bytes (132 for D = 128)

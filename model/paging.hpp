@@ -25,7 +25,7 @@ Result<std::vector<std::int32_t>, PagingError> paged_slots(
 // conversion above would refuse reads -1 (a row below -1 or past the table, a
 // negative block id, a slot past INT32_MAX). Refused: a bad geometry or shape
 // only, so no refusal depends on the lanes and a call may write each lane as it
-// converts it (issue 3 lets each case be refused or mapped; docs/paging.md).
+// converts it (either choice is allowed; docs/paging.md).
 Result<std::vector<std::int32_t>, PagingError> paged_slots_masked(
     std::span<const std::int32_t> rows, std::size_t k, std::span<const std::int32_t> valid_counts,
     std::span<const std::int32_t> block_tables, std::size_t blocks_per_request,

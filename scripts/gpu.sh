@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU session (H200): every CUDA test and property suite, compute-sanitizer
+# One GPU run (H200): every CUDA test and property suite, compute-sanitizer
 # memcheck and racecheck on the CUDA suites, then the GPU benchmarks. Uses an
 # existing build (default: build/default, built on the CPU machine with nvcc,
 # sm_90 + PTX, static cudart). Logs go to $OUT when set. Exits non-zero on any failure.
@@ -10,7 +10,7 @@ out=${OUT:-build/gpu-logs}
 mkdir -p "$out"
 status=0
 # Every step has a time limit: a wrong kernel can make a property's shrinking run
-# for as long as it is let (one such run spent 500 s of a session's device time).
+# for as long as it is let.
 limit=${AETHER_STEP_LIMIT:-240}
 step() {  # step NAME COMMAND...: run, log, remember failure; returns the exit code
   local name=$1; shift

@@ -59,7 +59,7 @@ mutant() {  # mutant COMPONENT NAME FILE SED-EXPRESSION
   restore "$file"
 }
 
-# witness (issue 2): floor edges, keep off by one, padding marking segment 0, budget ignored
+# witness: floor edges, keep off by one, padding marking segment 0, budget ignored
 mutant witness cpu-edge-floor impl/cpu/witness.cpp \
   's|return std::int32_t((s \* len + s_eff - 1) / s_eff);|return std::int32_t((s * len) / s_eff);|'
 mutant witness model-edge-floor model/witness.cpp \
@@ -79,7 +79,7 @@ mutant witness cpu-refusal-writes impl/cpu/witness.cpp \
 mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
   's|if (learned_keep > topk) return|if (learned_keep >= topk) return|'
 
-# indexer (issue 3): tie order, signed zeros, the valid end, the tie quota, a radix digit,
+# indexer: tie order, signed zeros, the valid end, the tie quota, a radix digit,
 # candidates past the end. (hist[d] >= rank -> > rank is an equivalent mutant: the
 # threshold moves to the largest key below the needed ones, the output does not.)
 mutant indexer cpu-ties-to-higher-index impl/cpu/indexer.cpp \
@@ -94,7 +94,7 @@ mutant indexer model-candidates-ignore-end model/indexer.cpp \
 mutant indexer model-ties-to-higher-index model/indexer.cpp \
   's|return score_a > score_b \|\| (score_a == score_b \&\& a < b);|return score_a > score_b \|\| (score_a == score_b \&\& a > b);|'
 
-# indexer scores (issue 3): ReLU dropped, E4M3 scale dropped, a head skipped, and a
+# indexer scores: ReLU dropped, E4M3 scale dropped, a head skipped, and a
 # certified bound too tight to hold (the L2 property must notice the real error)
 mutant indexer cpu-no-relu impl/cpu/indexer_scores.cpp \
   's|score0 = _mm256_fmadd_ps(w, _mm256_max_ps(acc\[i\]\[0\], zero), score0);|score0 = _mm256_fmadd_ps(w, acc[i][0], score0);|'
@@ -106,7 +106,7 @@ mutant indexer model-bound-too-tight model/indexer.cpp \
 
 mutant indexer cpu-key-check-skipped impl/cpu/indexer_scores.cpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
 
-# paging (issue 3): offset, valid count, table bound, negative blocks and the slot bound; the masked conversion refusing, its table bound
+# paging: offset, valid count, table bound, negative blocks and the slot bound; the masked conversion refusing, its table bound
 mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
   's|slot = block \* bc + j % bc;|slot = block * bc + j % bc + 1;|'
 mutant paging cpu-valid-count-inclusive impl/cpu/paging.cpp \
@@ -122,7 +122,7 @@ mutant paging cpu-slot-bound-off-by-one impl/cpu/paging.cpp \
 mutant paging cpu-masked-table-bound impl/cpu/paging.cpp \
   's|std::uint64_t(j / bc) < blocks_per_request) {|std::uint64_t(j / bc) <= blocks_per_request) {|'
 
-# compress (issue 4): the ring a prefill keeps, the placeholder row, the ring slot, the
+# compress: the ring a prefill keeps, the placeholder row, the ring slot, the
 # capacity bound, the softmax denominator, exp's range reduction, the old entries checked,
 # the rows a chunk completes, the pair form's weight given to the wrong score
 mutant compress model-ring-keeps-one-less model/compress.cpp \

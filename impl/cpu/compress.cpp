@@ -28,7 +28,7 @@ struct Call {
 };
 
 // Whether any value is NaN or infinite: a branch-free OR over the exponent bits, which
-// the compiler vectorises (the early-exit search was a third of a prefill's time).
+// the compiler vectorises (an early-exit search costs a third of a prefill's time).
 bool any_non_finite(std::span<const float> xs) {
   std::uint32_t bad = 0;
   for (const float x : xs) bad |= std::uint32_t((std::bit_cast<std::uint32_t>(x) & 0x7f800000u) == 0x7f800000u);

@@ -26,10 +26,8 @@ constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output ro
 constexpr bool kStreamPairs = true;
 constexpr unsigned kStreamStages = 3;
 // Where rows are read into registers (decode; prefill at r = 1), a row's next 128
-// channels load while the current ones are computed: with one chunk's loads in
-// flight per warp the prefill rows kernel ran at 54% of DRAM bandwidth; the
-// prefetch took the queued prefill 8 x 512 call from 17.0 to 15.0 us and decode
-// 4096 x 6 from 145 to 141 us on the H200 (docs/performance.md, seventh session).
+// channels load while the current ones are computed: one chunk's loads in flight
+// per warp cannot cover DRAM latency (docs/performance.md, tried and dropped).
 constexpr bool kPrefetchNextChunk = true;
 constexpr int kRowBlocksPerSm = kPrefetchNextChunk ? 4 : 5;  // 64 registers for the second chunk
 
@@ -108,7 +106,7 @@ __device__ inline std::size_t warp_count() { return std::size_t(gridDim.x) * (bl
 
 // Ring entry p mod S of request q's slot, as a float index. Positions are below
 // 2^31 (the plan refuses more), so the remainder is taken in 32 bits where S
-// allows: in 64 bits it was a hundred-odd instructions a use.
+// allows: a 64-bit remainder is a hundred-odd instructions a use.
 __device__ inline std::size_t entry_of(const RequestMeta& q, std::int64_t p, const Geometry& g) {
   const std::size_t within = g.ring > INT32_MAX ? std::size_t(p) : std::size_t(unsigned(p) % unsigned(g.ring));
   return (std::size_t(q.slot) * std::size_t(g.ring) + within) * g.width;
@@ -177,9 +175,8 @@ __device__ inline void check_run(const float* at, std::size_t n, unsigned long l
 __device__ inline float component(const float4& x, int k) { return k == 0 ? x.x : k == 1 ? x.y : k == 2 ? x.z : x.w; }
 
 // L2 priorities for a prefill: its inputs are read once, so their lines go first;
-// its staged rows are read back by the commit kernel right after, so theirs stay.
-// (64 x 512: the staged 16 MiB came back from DRAM; with the hints the call took
-// 67 instead of 75 us on the H200, docs/performance.md, eighth session.)
+// its staged rows are read back by the commit kernel right after, so theirs stay
+// (without the hints a 64 x 512 call's 16 MiB of staged rows come back from DRAM).
 __device__ inline std::uint64_t l2_policy_evict_first() {
   std::uint64_t policy;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -436,9 +433,8 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm) prefill_
                   });
   }
   // Each request's pending positions (e mod r of them, at most r - 1), in pieces of
-  // 128 floats dealt over every warp: with a warp per request each lane waited out
-  // its eight loads of a 4 KiB position one after another (8 x 512 from an odd start
-  // took 13.1 us in a graph, 11.0 from an even one, on the H200).
+  // 128 floats dealt over every warp: with a warp per request each lane would wait
+  // out its eight loads of a 4 KiB position one after another.
   const std::size_t pieces = (std::size_t(r - 1) * g.width + 127) / 128;
   for (std::size_t item = warp_id(); item < request_count * pieces; item += warp_count()) {
     const RequestMeta q = requests[item / pieces];
@@ -490,8 +486,8 @@ __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* sta
     const uint4* line = reinterpret_cast<const uint4*>(staged) + i / 8 * 8;
     reinterpret_cast<uint4*>(rows)[i] = line[i % 8];
     // A staged 128-byte line, once its eight lanes (of this warp) have read it, is
-    // dropped from L2 unwritten: it never goes back to DRAM (64 x 512 queued 62
-    // instead of 67 us on the H200). Lines the element loop below reads are kept.
+    // dropped from L2 unwritten: it never goes back to DRAM. Lines the element
+    // loop below reads are kept.
     __syncwarp(__activemask());
     if (i % 8 == 0 && i + 7 < vectors)
       asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
@@ -506,8 +502,7 @@ __global__ void commit_rows(const std::uint16_t* staged, const std::int32_t* sta
 
 // Decode, pass 1, on blocks of 256 threads, each thread kValidateLoads 16-byte
 // loads: a block per 4096 floats (with a thread per 4 floats three threads in four
-// had no load and a small call's grid ran four waves deep: decode 256 x 6 in a
-// graph took 16.6 instead of 14.1 us on the H200).
+// would have no load and a small call's grid would run four waves deep).
 constexpr int kValidateLoads = 4;
 constexpr std::size_t kValidatedPerBlock = 256 * 4 * kValidateLoads;
 // The model's refusal order, the first non-finite projected value
@@ -650,8 +645,8 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   RefusalWord refusals;
   // A decode's table longer than one upload kernel carries is copied on a second
   // stream, beside the check of `projected` (which needs no table), and the old
-  // entries are checked there (queued decode 4096 x 6: 109 instead of 124 us on the
-  // H200; a shorter table's store kernel was 1-2 us faster on the call's own stream).
+  // entries are checked there; a shorter table's store kernel is faster on the
+  // call's own stream (docs/performance.md).
   const bool table_beside = decode && meta.size() * sizeof(RequestMeta) > kKernelCarriedBytes;
   const bool upload_here = !in_parameters && !table_beside;
   if (int e = upload_scratch(upload_here ? meta.data() : nullptr, upload_here ? meta.size() * sizeof(RequestMeta) : 0,

@@ -158,11 +158,10 @@ int current_ring(ScratchRing** out) {
 // them, where a copy node would read the pinned mirror that later calls
 // overwrite, and a queued call needs no copy engine (whose copy the next kernel
 // waits for). At most 32000 bytes, under the 32764 that CUDA 12.1 and later
-// accept (4 KiB pieces made a 4096-request table 33 kernels in a row: 150 us a
-// replay); the smallest of 4, 8 and 16 KiB that holds the table where one does,
-// since a launch copies every parameter byte: on the H200's host a launch took
-// 3.4-3.6 us with 4 KiB of parameters, 4.0-4.1 with 8, 4.9-5.1 with 16 and 7.1-7.5
-// with 32000.
+// accept (with 4 KiB pieces a 4096-request table would be 33 kernels in a row);
+// the smallest of 4, 8 and 16 KiB that holds the table where one does, since a
+// launch copies every parameter byte (a launch's host time grows with its
+// parameters, docs/performance.md).
 template <std::size_t Words>
 struct Piece {
   uint4 words[Words];
@@ -170,8 +169,8 @@ struct Piece {
 constexpr std::size_t kSmallPiece = 256, kLargePiece = 2000;
 // A piece's bytes are spread over blocks of 64 threads, 1 KiB a block: the lanes of
 // a warp read 32 different words of the parameters, which the constant cache
-// serves one at a time, so one block of 256 threads took 3.6 us to store 8 KiB
-// (Nsight, H200); each SM has a constant cache of its own.
+// serves one at a time, so one block of 256 threads would store 8 KiB slowly;
+// each SM has a constant cache of its own.
 constexpr std::size_t kPieceBlockBytes = 1024;
 static_assert(sizeof(Piece<kLargePiece>) == kKernelCarriedBytes);
 template <std::size_t Words>
@@ -189,8 +188,7 @@ __global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::siz
 
 // A captured call's refusal word made clean at each replay by a kernel: the call's
 // first kernel, a programmatic dependent of it, is set up while it runs (after a
-// memset node it was not: a graph of prefill 64 x 512 took 54.4-54.6 instead of
-// 53.0-53.2 us on the H200).
+// memset node it could not be).
 __global__ void reset_refusals(unsigned long long* word) {
   let_next_kernel_start();
   *word = kNoRefusal;

@@ -59,9 +59,7 @@ std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic
 // scratch buffer the call holds, and each call on it gets a smaller tag than every
 // call before it, so what earlier calls left there is larger than anything this
 // call records and reads as "no refusal" (refused(word) below). This spares a
-// queued call an operation before its first kernel (with an upload kernel that
-// reset the word, a queued prefill of 64 x 512 took 55.0-55.3 instead of
-// 52.3-52.7 us on the H200). A call captured in a graph gets a word in its
+// queued call an operation before its first kernel. A call captured in a graph gets a word in its
 // own buffer, reset in the graph at every replay.
 inline constexpr int kRefusalCodeBits = 47;
 struct RefusalWord {

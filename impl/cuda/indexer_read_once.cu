@@ -126,11 +126,11 @@ __device__ __forceinline__ unsigned wide_index(unsigned first, int i, int c) {
 // One chunk of row r starting at `first`, this thread's 32 scores in `bits` (+0
 // past the end): checked as `validate` does, and every key at or above the row's
 // digit appended to the row's list. The per-score work is a few operations (a
-// float compare into a bit mask, an exponent maximum): the pass was as much
+// float compare into a bit mask, an exponent maximum): the pass is as much
 // instruction- as memory-bound. Non-finite scores are looked for exactly only in
 // a thread that saw one. Each warp reserves room for its finds with one atomic on
-// the row's counter (a block-wide scan per round, with its barriers, had made
-// this pass three times as slow as a plain read). key_at(j): the order key of
+// the row's counter (a block-wide scan per round, with its barriers, makes this
+// pass three times as slow as a plain read). key_at(j): the order key of
 // score j, read again for the (few) finds.
 template <bool Vector, class KeyAt>
 __device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePerThread], std::size_t r,

@@ -80,7 +80,7 @@ __device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane
 }
 
 // *p if `take`, else 0. Volatile, so the compiler keeps these loads in program
-// order: a wave of them is issued before any is used (plain loads were sunk to
+// order: a wave of them is issued before any is used (plain loads get sunk to
 // just before their use, one round trip per lane).
 __device__ __forceinline__ std::int32_t load_if(bool take, const std::int32_t* p) {
   std::int32_t v = 0;
@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(kThreads) convert_masked(const std::int32_t* r
 // two, and one launch: block 0 resets the verdict word, a grid-wide barrier,
 // refusals recorded, a second barrier, the word read (a barrier costs less than
 // the reset kernel's launch). Larger calls take the two kernels: holding more
-// lanes per thread in shared memory was slower from 8 to 32 MiB (docs/paging.md).
+// lanes per thread in shared memory is slower from 8 to 32 MiB (docs/performance.md).
 template <bool Vector>
 __global__ void __launch_bounds__(kThreads)
     convert_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,

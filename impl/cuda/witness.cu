@@ -12,7 +12,7 @@ namespace aether::cuda {
 namespace {
 namespace we = witness_error;
 
-// 128 threads a row: measured on the H200 against 256 and 512 (docs/performance.md).
+// 128 threads a row: faster on the H200 than 256 and 512 (docs/performance.md).
 constexpr int kThreads = 128;
 // See impl/cpu/witness.cpp: floor(fma(x, S_eff/L, 2^-40)) is floor(x S_eff / L) exactly.
 constexpr double kLift = 0x1p-40;

@@ -1,5 +1,5 @@
 // Reusable RapidCheck generators for the indexer's selection path and paged
-// slots. Adversarial by construction (issue 3): valid lengths at 0, 1, tile edges
+// slots. Adversarial by construction: valid lengths at 0, 1, tile edges
 // and up to 131072; all scores equal; many ties at the cutoff; plateaus of exact
 // zeros from the ReLU; ascending rows; NaN, inf and 1e30 past the valid end; K
 // larger than the valid count.
