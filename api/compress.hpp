@@ -32,7 +32,9 @@ struct CompressShape {
 };
 
 // S * 2 * D * 4 bytes per state slot (7 * 2 * 512 * 4 = 28672).
-constexpr std::size_t state_payload_bytes(std::size_t ring, std::size_t dim) { return ring * 2 * dim * 4; }
+constexpr std::size_t state_payload_bytes(std::size_t ring, std::size_t dim) {
+  return ring * 2 * dim * 4;
+}
 
 // S >= r + qmax - 1: the r - 1 old inputs of a pending group survive qmax new writes.
 constexpr bool ring_capacity_ok(std::size_t ring, std::int64_t ratio, std::int64_t qmax) {
@@ -40,7 +42,8 @@ constexpr bool ring_capacity_ok(std::size_t ring, std::int64_t ratio, std::int64
 }
 
 // Completed rows of a chunk [s, e): nc = floor(e / r) - floor(s / r).
-constexpr std::int64_t completed_in_chunk(std::int64_t start, std::int64_t end, std::int64_t ratio) {
+constexpr std::int64_t completed_in_chunk(std::int64_t start, std::int64_t end,
+                                          std::int64_t ratio) {
   return end / ratio - start / ratio;
 }
 
@@ -90,7 +93,8 @@ inline std::ostream& operator<<(std::ostream& os, const CompressError& e) {
     return os << "BadShape{ratio=" << p->ratio << ", dim=" << p->dim << ", ring=" << p->ring << "}";
   if (auto* p = std::get_if<ShapeMismatch>(&e))
     return os << "ShapeMismatch{expected=" << p->expected << ", actual=" << p->actual << "}";
-  if (auto* p = std::get_if<BadRequest>(&e)) return os << "BadRequest{request=" << p->request << "}";
+  if (auto* p = std::get_if<BadRequest>(&e))
+    return os << "BadRequest{request=" << p->request << "}";
   if (auto* p = std::get_if<RingTooSmall>(&e))
     return os << "RingTooSmall{ring=" << p->ring << ", needed=" << p->needed << "}";
   if (auto* p = std::get_if<NonFiniteInput>(&e))

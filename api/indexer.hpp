@@ -84,9 +84,9 @@ struct DeviceFailure {
   friend bool operator==(const DeviceFailure&, const DeviceFailure&) = default;
 };
 
-using IndexerError = std::variant<ShapeMismatch, EndOutOfRange, NonFiniteScore,
-                                  BadCandidateBlock, BudgetTooSmall, NonFiniteInput, UnsupportedOnDevice,
-                                  DeviceFailure>;
+using IndexerError =
+    std::variant<ShapeMismatch, EndOutOfRange, NonFiniteScore, BadCandidateBlock, BudgetTooSmall,
+                 NonFiniteInput, UnsupportedOnDevice, DeviceFailure>;
 
 inline std::ostream& operator<<(std::ostream& os, const IndexerError& e) {
   if (auto* p = std::get_if<ShapeMismatch>(&e))
@@ -97,11 +97,10 @@ inline std::ostream& operator<<(std::ostream& os, const IndexerError& e) {
   if (auto* p = std::get_if<NonFiniteScore>(&e))
     return os << "NonFiniteScore{row=" << p->row << ", index=" << p->index << "}";
   if (auto* p = std::get_if<BadCandidateBlock>(&e))
-    return os << "BadCandidateBlock{block=" << p->block << ", block_size=" << p->block_size
-              << "}";
+    return os << "BadCandidateBlock{block=" << p->block << ", block_size=" << p->block_size << "}";
   if (auto* p = std::get_if<BudgetTooSmall>(&e))
-    return os << "BudgetTooSmall{budget_bytes=" << p->budget_bytes
-              << ", row_bytes=" << p->row_bytes << "}";
+    return os << "BudgetTooSmall{budget_bytes=" << p->budget_bytes << ", row_bytes=" << p->row_bytes
+              << "}";
   if (auto* p = std::get_if<NonFiniteInput>(&e))
     return os << "NonFiniteInput{input=" << p->input << ", index=" << p->index << "}";
   if (auto* p = std::get_if<UnsupportedOnDevice>(&e))

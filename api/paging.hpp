@@ -40,7 +40,8 @@ struct DeviceFailure {
   friend bool operator==(const DeviceFailure&, const DeviceFailure&) = default;
 };
 
-using PagingError = std::variant<BadGeometry, ShapeMismatch, RowOutsideTable, BadBlock, DeviceFailure>;
+using PagingError =
+    std::variant<BadGeometry, ShapeMismatch, RowOutsideTable, BadBlock, DeviceFailure>;
 
 inline std::ostream& operator<<(std::ostream& os, const PagingError& e) {
   if (auto* p = std::get_if<BadGeometry>(&e))

@@ -20,9 +20,9 @@ class Result {
   Result(E error) : v_(std::in_place_index<1>, std::move(error)) {}
   // A bare error alternative (e.g. witness_error::RowsMismatch{...}) converts.
   template <class U>
-    requires(std::constructible_from<E, U> && !std::constructible_from<T, U> &&
-             !std::same_as<std::remove_cvref_t<U>, E>)
-  Result(U&& error) : v_(std::in_place_index<1>, E(std::forward<U>(error))) {}
+  requires(std::constructible_from<E, U> && !std::constructible_from<T, U> &&
+           !std::same_as<std::remove_cvref_t<U>, E>) Result(U&& error)
+      : v_(std::in_place_index<1>, E(std::forward<U>(error))) {}
 
   [[nodiscard]] bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }

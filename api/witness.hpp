@@ -43,10 +43,9 @@ struct DeviceFailure {
 };
 }  // namespace witness_error
 
-using WitnessError =
-    std::variant<witness_error::RowsMismatch, witness_error::SegmentsOutOfRange,
-                 witness_error::LearnedKeepOutOfRange, witness_error::OutputSizeMismatch,
-                 witness_error::DeviceFailure>;
+using WitnessError = std::variant<witness_error::RowsMismatch, witness_error::SegmentsOutOfRange,
+                                  witness_error::LearnedKeepOutOfRange,
+                                  witness_error::OutputSizeMismatch, witness_error::DeviceFailure>;
 
 // In witness_error so argument-dependent lookup finds it for the variant.
 namespace witness_error {
@@ -58,11 +57,10 @@ inline std::ostream& operator<<(std::ostream& os, const WitnessError& e) {
   if (auto* p = std::get_if<we::SegmentsOutOfRange>(&e))
     return os << "SegmentsOutOfRange{num_segments=" << p->num_segments << "}";
   if (auto* p = std::get_if<we::LearnedKeepOutOfRange>(&e))
-    return os << "LearnedKeepOutOfRange{learned_keep=" << p->learned_keep
-              << ", topk=" << p->topk << "}";
-  if (auto* p = std::get_if<we::OutputSizeMismatch>(&e))
-    return os << "OutputSizeMismatch{expected=" << p->expected << ", actual=" << p->actual
+    return os << "LearnedKeepOutOfRange{learned_keep=" << p->learned_keep << ", topk=" << p->topk
               << "}";
+  if (auto* p = std::get_if<we::OutputSizeMismatch>(&e))
+    return os << "OutputSizeMismatch{expected=" << p->expected << ", actual=" << p->actual << "}";
   return os << "DeviceFailure{code=" << std::get<we::DeviceFailure>(e).code << "}";
 }
 }  // namespace witness_error

@@ -14,7 +14,9 @@ namespace {
 
 using namespace aether;
 using Clock = std::chrono::steady_clock;
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 void run(benchmark::State& state, bool decode) {
   const auto requests_n = std::size_t(state.range(0));
@@ -22,7 +24,8 @@ void run(benchmark::State& state, bool decode) {
   const CompressShape shape{2, 512, 7, requests_n};
   const std::size_t width = 2 * shape.dim;
   std::vector<CompressRequest> requests;
-  for (std::size_t i = 0; i < requests_n; ++i) requests.push_back({std::int32_t(i), decode ? 1001 : 0, tokens});
+  for (std::size_t i = 0; i < requests_n; ++i)
+    requests.push_back({std::int32_t(i), decode ? 1001 : 0, tokens});
   const std::size_t rows = requests_n * std::size_t(decode ? tokens : tokens / 2);
   std::mt19937 rng(9);
   std::normal_distribution<float> normal;
@@ -37,8 +40,8 @@ void run(benchmark::State& state, bool decode) {
     const auto t0 = Clock::now();
     std::memcpy(copy.data(), projected.data(), projected.size() * 4);
     const auto t1 = Clock::now();
-    const auto st = (decode ? cpu::compress_decode : cpu::compress_prefill)(requests, projected, ring, shape, out,
-                                                                            index, positions);
+    const auto st = (decode ? cpu::compress_decode : cpu::compress_prefill)(
+        requests, projected, ring, shape, out, index, positions);
     const auto t2 = Clock::now();
     benchmark::DoNotOptimize(st);
     benchmark::DoNotOptimize(copy.data());

@@ -27,7 +27,13 @@
 using namespace aether;
 using namespace aether::bench;
 
-struct Case { std::string name; bool decode; std::size_t requests; std::int32_t tokens; std::int64_t start; };
+struct Case {
+  std::string name;
+  bool decode;
+  std::size_t requests;
+  std::int32_t tokens;
+  std::int64_t start;
+};
 
 // STEP:REQUESTS[:START]: prefill chunks of 512 tokens (from position 1 unless
 // START says otherwise) or decode steps of 6 (from 1001); false if it is not that.
@@ -50,14 +56,17 @@ bool parse_case(const std::string& arg, Case& c) {
 }
 
 int main(int argc, char** argv) {
-  std::vector<Case> cases{{"prefill", false, 8, 512, 0},   {"prefill", false, 32, 512, 1},
-                          {"prefill", false, 64, 512, 1},  {"prefill", false, 128, 512, 1},
-                          {"decode", true, 256, 6, 1001},  {"decode", true, 1024, 6, 1001},
+  std::vector<Case> cases{{"prefill", false, 8, 512, 0},  {"prefill", false, 32, 512, 1},
+                          {"prefill", false, 64, 512, 1}, {"prefill", false, 128, 512, 1},
+                          {"decode", true, 256, 6, 1001}, {"decode", true, 1024, 6, 1001},
                           {"decode", true, 4096, 6, 1001}};
-  if (argc > 1) cases.assign(std::size_t(argc - 1), Case{});  // argv names the cases to time instead
+  if (argc > 1)
+    cases.assign(std::size_t(argc - 1), Case{});  // argv names the cases to time instead
   for (int i = 1; i < argc; ++i)
     if (!parse_case(argv[i], cases[std::size_t(i - 1)])) {
-      std::fprintf(stderr, "compress_bench_cuda: '%s' is not STEP:REQUESTS[:START] (prefill or decode, REQUESTS > 0, START >= 0)\n",
+      std::fprintf(stderr,
+                   "compress_bench_cuda: '%s' is not STEP:REQUESTS[:START] (prefill or decode, "
+                   "REQUESTS > 0, START >= 0)\n",
                    argv[i]);
       return 2;
     }
@@ -76,10 +85,13 @@ int main(int argc, char** argv) {
     const CompressShape shape{2, 512, 7, c.requests};
     const std::size_t width = 2 * shape.dim;
     std::vector<CompressRequest> requests;
-    for (std::size_t i = 0; i < c.requests; ++i) requests.push_back({std::int32_t(i), c.start, c.tokens});
+    for (std::size_t i = 0; i < c.requests; ++i)
+      requests.push_back({std::int32_t(i), c.start, c.tokens});
     std::size_t rows = 0;
     for (const auto& q : requests)
-      rows += c.decode ? std::size_t(q.tokens) : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / 2 - q.start / 2));
+      rows += c.decode
+                  ? std::size_t(q.tokens)
+                  : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / 2 - q.start / 2));
     const std::size_t tokens = c.requests * std::size_t(c.tokens);
     std::mt19937 rng(9);
     std::normal_distribution<float> normal;
@@ -93,7 +105,8 @@ int main(int argc, char** argv) {
       std::uint16_t* rows;
       std::int32_t *index, *positions;
     };
-    std::vector<Set> sets(rotation_sets(projected.size() * 8 + ring.size() * 4 + rows * (shape.dim * 2 + 8)));
+    std::vector<Set> sets(
+        rotation_sets(projected.size() * 8 + ring.size() * 4 + rows * (shape.dim * 2 + 8)));
     for (Set& s : sets) {
       check(cudaMalloc(&s.projected, projected.size() * 4), "malloc");
       check(cudaMalloc(&s.ring, ring.size() * 4), "malloc");
@@ -101,7 +114,8 @@ int main(int argc, char** argv) {
       check(cudaMalloc(&s.rows, rows * shape.dim * 2), "malloc");
       check(cudaMalloc(&s.index, rows * 4), "malloc");
       check(cudaMalloc(&s.positions, rows * 4), "malloc");
-      check(cudaMemcpy(s.projected, projected.data(), projected.size() * 4, cudaMemcpyHostToDevice), "upload");
+      check(cudaMemcpy(s.projected, projected.data(), projected.size() * 4, cudaMemcpyHostToDevice),
+            "upload");
       check(cudaMemcpy(s.ring, ring.data(), ring.size() * 4, cudaMemcpyHostToDevice), "upload");
     }
     std::size_t turn = 0;
@@ -110,50 +124,56 @@ int main(int argc, char** argv) {
     check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
     const auto call = [&](const Set& s) {
       const auto f = c.decode ? cuda::compress_decode : cuda::compress_prefill;
-      return f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape, {s.rows, rows * shape.dim},
-               {s.index, rows}, {s.positions, rows}, nullptr);
+      return f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape,
+               {s.rows, rows * shape.dim}, {s.index, rows}, {s.positions, rows}, nullptr);
     };
     // Check once against the CPU on copies of the same inputs.
     std::vector<float> cpu_ring = ring;
     std::vector<std::uint16_t> want(rows * shape.dim), got(rows * shape.dim);
     std::vector<std::int32_t> index(rows), positions(rows);
-    (void)(c.decode ? cpu::compress_decode : cpu::compress_prefill)(requests, projected, cpu_ring, shape, want, index,
-                                                                    positions);
+    (void)(c.decode ? cpu::compress_decode : cpu::compress_prefill)(requests, projected, cpu_ring,
+                                                                    shape, want, index, positions);
     if (!call(sets[0])) ok = false;
     std::vector<float> gpu_ring(ring.size());
     check(cudaMemcpy(got.data(), sets[0].rows, got.size() * 2, cudaMemcpyDeviceToHost), "download");
-    check(cudaMemcpy(gpu_ring.data(), sets[0].ring, gpu_ring.size() * 4, cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(gpu_ring.data(), sets[0].ring, gpu_ring.size() * 4, cudaMemcpyDeviceToHost),
+          "download");
     if (got != want || gpu_ring != cpu_ring) {
       std::printf("MISMATCH %s requests=%zu\n", c.name.c_str(), c.requests);
       ok = false;
     }
     // Repeated calls rewrite the same ring entries with the same inputs: the timed
     // work is the same every time.
-    const float t_call = median_us(nullptr, [&] { (void)call(next_set()); }, 1);
+    const float t_call = median_us(
+        nullptr, [&] { (void)call(next_set()); }, 1);
     // The host's side of the same calls (each waits for its verdict): beside the
     // event time it shows how much of a call is the host's own work.
     const auto h0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 20; ++i) (void)call(next_set());
-    const double t_host = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / 20;
+    const double t_host =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() /
+        20;
     // The queued call, back to back like the copy: the device's time per call with
     // the host's work overlapped (its verdict stays on the device).
     const auto queue_on = [&](cudaStream_t stream) {
       const auto f = c.decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
       const Set& s = next_set();
-      if (!f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape, {s.rows, rows * shape.dim},
-             {s.index, rows}, {s.positions, rows}, d_verdict, stream))
+      if (!f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape,
+             {s.rows, rows * shape.dim}, {s.index, rows}, {s.positions, rows}, d_verdict, stream))
         std::exit(1);
     };
     const float t_queued = median_us(nullptr, [&] { queue_on(nullptr); });
     // The same call captured in a CUDA graph (SPEC section 4: small launches are
     // launch-bound): what the device spends without the host's launches.
-    const float t_graph = graph_us(stream, [&] { queue_on(stream); }, sets.size());
+    const float t_graph = graph_us(
+        stream, [&] { queue_on(stream); }, sets.size());
     cuda::DeviceVerdict verdict;
     check(cudaMemcpy(&verdict, d_verdict, sizeof verdict, cudaMemcpyDeviceToHost), "download");
     if (!cuda::compress_verdict(verdict)) ok = false;
     const float t_copy = median_us(nullptr, [&] {
       const Set& s = next_set();
-      check(cudaMemcpyAsync(s.copy, s.projected, projected.size() * 4, cudaMemcpyDeviceToDevice), "copy");
+      check(cudaMemcpyAsync(s.copy, s.projected, projected.size() * 4, cudaMemcpyDeviceToDevice),
+            "copy");
     });
     // Bytes the step must move: projected read, rows written, ring entries written
     // (prefill: a chunk's last S positions; decode: every position) and the old
@@ -161,9 +181,13 @@ int main(int argc, char** argv) {
     // one for an odd start at r 2). A completed pair's new positions need not be
     // read back from the ring: they are in `projected`.
     const double entry = double(width) * 4;
-    const double ring_written = double(c.decode ? tokens : c.requests * std::min<std::size_t>(shape.ring, std::size_t(c.tokens))) * entry;
+    const double ring_written =
+        double(c.decode ? tokens
+                        : c.requests * std::min<std::size_t>(shape.ring, std::size_t(c.tokens))) *
+        entry;
     const double ring_read = double(c.requests * std::size_t(c.start % shape.ratio)) * entry;
-    const double moved = double(projected.size()) * 4 + double(rows) * shape.dim * 2 + ring_written + ring_read;
+    const double moved =
+        double(projected.size()) * 4 + double(rows) * shape.dim * 2 + ring_written + ring_read;
     // The step under its contract (nothing written before every input is checked)
     // at best: as many bytes as the old entries and `projected` read once (the
     // check; prefill computes its rows there), then the ring's new entries copied
@@ -174,27 +198,38 @@ int main(int argc, char** argv) {
       const Set& s = next_set();
       const auto read = [&](const float* p, double bytes) {
         if (bytes > 0)
-          read_only<<<sms * 8, 256, 0, on>>>(reinterpret_cast<const int4*>(p), std::size_t(bytes) / 16, d_sink);
+          read_only<<<sms * 8, 256, 0, on>>>(reinterpret_cast<const int4*>(p),
+                                             std::size_t(bytes) / 16, d_sink);
       };
       read(s.ring, ring_read);
       read(s.projected, double(projected.size()) * 4);
       if (c.decode) read(s.ring, ring_read);
-      check(cudaMemcpyAsync(s.copy, s.projected, std::size_t(ring_written), cudaMemcpyDeviceToDevice, on), "copy");
+      check(cudaMemcpyAsync(s.copy, s.projected, std::size_t(ring_written),
+                            cudaMemcpyDeviceToDevice, on),
+            "copy");
       check(cudaMemsetAsync(s.rows, 0, rows * shape.dim * 2, on), "memset");
     };
     const float t_floor = median_us(stream, [&] { checked_then_written_on(stream); });
-    const float t_floor_graph = graph_us(stream, [&] { checked_then_written_on(stream); }, sets.size());
+    const float t_floor_graph = graph_us(
+        stream, [&] { checked_then_written_on(stream); }, sets.size());
     const double copy_bw = 2.0 * double(projected.size()) * 4 / t_copy, ours = moved / t_call;
-    std::printf("%s %zu x %d tokens (%.1f MiB in, %zu input sets): %.1f us, %.2f TB/s effective; copy %.1f us (%.2f TB/s); %.0f%% of copy bandwidth; host wall time per call %.1f us; queued %.1f us, %.0f%% of copy bandwidth; graph %.1f us, %.0f%%\n",
-                c.name.c_str(), c.requests, c.tokens, projected.size() * 4 / 1048576.0, sets.size(), t_call, ours / 1e6, t_copy,
-                copy_bw / 1e6, 100 * ours / copy_bw, t_host, t_queued, 100 * moved / t_queued / copy_bw, t_graph,
-                100 * moved / t_graph / copy_bw);
-    std::printf("  checked before written, at best (every input read, then the ring's new entries copied and the rows "
-                "written%s; not a valid step): queued %.1f us, %.0f%%; graph %.1f us, %.0f%% of copy bandwidth\n",
-                c.decode ? ", the inputs read again" : "", t_floor, 100 * moved / t_floor / copy_bw, t_floor_graph,
-                100 * moved / t_floor_graph / copy_bw);
+    std::printf(
+        "%s %zu x %d tokens (%.1f MiB in, %zu input sets): %.1f us, %.2f TB/s effective; copy %.1f "
+        "us (%.2f TB/s); %.0f%% of copy bandwidth; host wall time per call %.1f us; queued %.1f "
+        "us, %.0f%% of copy bandwidth; graph %.1f us, %.0f%%\n",
+        c.name.c_str(), c.requests, c.tokens, projected.size() * 4 / 1048576.0, sets.size(), t_call,
+        ours / 1e6, t_copy, copy_bw / 1e6, 100 * ours / copy_bw, t_host, t_queued,
+        100 * moved / t_queued / copy_bw, t_graph, 100 * moved / t_graph / copy_bw);
+    std::printf(
+        "  checked before written, at best (every input read, then the ring's new entries copied "
+        "and the rows "
+        "written%s; not a valid step): queued %.1f us, %.0f%%; graph %.1f us, %.0f%% of copy "
+        "bandwidth\n",
+        c.decode ? ", the inputs read again" : "", t_floor, 100 * moved / t_floor / copy_bw,
+        t_floor_graph, 100 * moved / t_floor_graph / copy_bw);
     for (const Set& s : sets)
-      for (void* p : {(void*)s.projected, (void*)s.ring, (void*)s.copy, (void*)s.rows, (void*)s.index, (void*)s.positions})
+      for (void* p : {(void*)s.projected, (void*)s.ring, (void*)s.copy, (void*)s.rows,
+                      (void*)s.index, (void*)s.positions})
         cudaFree(p);
     cudaFree(d_verdict);
   }

@@ -49,7 +49,8 @@ inline float median_us(cudaStream_t stream, const std::function<void()>& fn, int
 // Median per-launch time of a graph of `calls` (at least kGraphBatch) launches of
 // fn on `stream`: as many as the input sets fn rotates through, so a replay takes
 // every set.
-inline float graph_us(cudaStream_t stream, const std::function<void()>& fn, std::size_t calls = kGraphBatch) {
+inline float graph_us(cudaStream_t stream, const std::function<void()>& fn,
+                      std::size_t calls = kGraphBatch) {
   calls = std::max<std::size_t>(calls, kGraphBatch);
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -57,7 +58,8 @@ inline float graph_us(cudaStream_t stream, const std::function<void()>& fn, std:
   for (std::size_t i = 0; i < calls; ++i) fn();
   check(cudaStreamEndCapture(stream, &graph), "end capture");
   check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const float us = median_us(stream, [&] { check(cudaGraphLaunch(exec, stream), "graph launch"); }, 1);
+  const float us = median_us(
+      stream, [&] { check(cudaGraphLaunch(exec, stream), "graph launch"); }, 1);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   return us / float(calls);
@@ -72,7 +74,8 @@ inline std::size_t rotation_sets(std::size_t bytes) {
   int device = 0, l2 = 0;
   check(cudaGetDevice(&device), "device");
   check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "L2 size");
-  return std::max<std::size_t>(1, (4 * std::size_t(l2) + bytes - 1) / std::max<std::size_t>(bytes, 1));
+  return std::max<std::size_t>(1,
+                               (4 * std::size_t(l2) + bytes - 1) / std::max<std::size_t>(bytes, 1));
 }
 
 // Reading a buffer once, nothing else: the floor under any pass that reads it.

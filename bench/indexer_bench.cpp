@@ -41,7 +41,8 @@ double measure_peak() {
     std::vector<std::thread> pool;
     std::vector<float> sink(threads);
     const auto t0 = std::chrono::steady_clock::now();
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back([&, t] { sink[t] = fma_chains(iterations); });
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] { sink[t] = fma_chains(iterations); });
     for (auto& th : pool) th.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     benchmark::DoNotOptimize(sink.data());
@@ -128,7 +129,11 @@ void BM_topk_vs_sort(benchmark::State& state) {
   }
   state.counters["ratio_to_full_sort"] = topk_s / sort_s;
 }
-BENCHMARK(BM_topk_vs_sort)->Arg(131072)->Arg(262144)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_topk_vs_sort)
+    ->Arg(131072)
+    ->Arg(262144)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

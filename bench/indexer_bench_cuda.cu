@@ -70,27 +70,37 @@ int main() {
       }
       // one call per event pair: the call synchronises on its verdict anyway
       const float t_topk =
-          median_us(nullptr, [&] { (void)aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out); }, 1) / 1000;
+          median_us(
+              nullptr,
+              [&] { (void)aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out); }, 1) /
+          1000;
       // queued, timed like torch.topk: events around the call, no host wait inside;
       // and back to back, timed the way the read below is (kBatch calls per event pair)
       const auto queue = [&] {
-        if (!aether::cuda::enqueue_valid_prefix_topk(scores, s.width, dends, k, out, d_verdict)) std::exit(1);
+        if (!aether::cuda::enqueue_valid_prefix_topk(scores, s.width, dends, k, out, d_verdict))
+          std::exit(1);
       };
       const float t_queued = median_us(nullptr, queue, 1) / 1000;
       const float t_back_to_back = median_us(nullptr, queue) / 1000;
       aether::cuda::DeviceVerdict verdict;
       check(cudaMemcpy(&verdict, d_verdict, sizeof verdict, cudaMemcpyDeviceToHost), "download");
       if (!aether::cuda::valid_prefix_topk_verdict(verdict, s.width)) ok = false;
-      const float t_read = median_us(nullptr, [&] {
-        read_only<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const int4*>(d_scores), rows * s.width / 4,
-                                                         d_sink);
-      }) / 1000;
-      std::printf("topk rows %zu x %zu, K %zu: %.3f ms, queued %.3f ms, back to back %.3f ms (%lld rows by the "
-                  "one-block method); read once %.3f ms back to back (%.2f TB/s); topk / read %.2f, queued / read "
-                  "%.2f, back to back / read %.2f\n",
-                  rows, s.width, k, t_topk, t_queued, t_back_to_back, verdict.detail[0], t_read,
-                  double(rows * s.width) * 4 / t_read / 1e9, t_topk / t_read, t_queued / t_read,
-                  t_back_to_back / t_read);
+      const float t_read =
+          median_us(nullptr,
+                    [&] {
+                      read_only<<<prop.multiProcessorCount * 8, 256>>>(
+                          reinterpret_cast<const int4*>(d_scores), rows * s.width / 4, d_sink);
+                    }) /
+          1000;
+      std::printf(
+          "topk rows %zu x %zu, K %zu: %.3f ms, queued %.3f ms, back to back %.3f ms (%lld rows by "
+          "the "
+          "one-block method); read once %.3f ms back to back (%.2f TB/s); topk / read %.2f, queued "
+          "/ read "
+          "%.2f, back to back / read %.2f\n",
+          rows, s.width, k, t_topk, t_queued, t_back_to_back, verdict.detail[0], t_read,
+          double(rows * s.width) * 4 / t_read / 1e9, t_topk / t_read, t_queued / t_read,
+          t_back_to_back / t_read);
       if (times) std::fprintf(times, "%zu %zu %.6f %.6f\n", rows, s.width, t_topk, t_queued);
     }
     if (dump) {

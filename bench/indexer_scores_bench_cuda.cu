@@ -24,7 +24,8 @@ std::uint16_t bf16_bits(float f) { return std::uint16_t(std::bit_cast<std::uint3
 float bf16_value(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
 
 // Keys of `format`, random normal values (E4M3: random finite codes, scale 2^-4).
-std::vector<std::byte> make_keys(KeyFormat format, std::size_t rows, std::size_t dim, std::mt19937& rng) {
+std::vector<std::byte> make_keys(KeyFormat format, std::size_t rows, std::size_t dim,
+                                 std::mt19937& rng) {
   std::vector<std::byte> bytes(rows * key_row_bytes(format, dim));
   std::normal_distribution<float> normal;
   std::uniform_int_distribution<int> code(0, 255);
@@ -36,7 +37,8 @@ std::vector<std::byte> make_keys(KeyFormat format, std::size_t rows, std::size_t
         std::memcpy(row + 2 * d, &b, 2);
       } else {
         int c;
-        do c = code(rng); while ((c & 0x7f) == 0x7f);
+        do c = code(rng);
+        while ((c & 0x7f) == 0x7f);
         row[d] = std::byte(c);
       }
     }
@@ -76,12 +78,15 @@ int main() {
     check(cudaMalloc(&d_weights, weights.size() * 4), "malloc");
     check(cudaMalloc(&d_keys, keys.size()), "malloc");
     check(cudaMalloc(&d_out, T * L * 4), "malloc");
-    check(cudaMemcpy(d_queries, queries.data(), queries.size() * 2, cudaMemcpyHostToDevice), "upload");
-    check(cudaMemcpy(d_weights, weights.data(), weights.size() * 4, cudaMemcpyHostToDevice), "upload");
+    check(cudaMemcpy(d_queries, queries.data(), queries.size() * 2, cudaMemcpyHostToDevice),
+          "upload");
+    check(cudaMemcpy(d_weights, weights.data(), weights.size() * 4, cudaMemcpyHostToDevice),
+          "upload");
     check(cudaMemcpy(d_keys, keys.data(), keys.size(), cudaMemcpyHostToDevice), "upload");
     const IndexKeys d_index{format, {d_keys, keys.size()}, D};
     const auto call = [&] {
-      return cuda::index_scores({d_queries, queries.size()}, {d_weights, weights.size()}, T, d_index, {d_out, T * L});
+      return cuda::index_scores({d_queries, queries.size()}, {d_weights, weights.size()}, T,
+                                d_index, {d_out, T * L});
     };
     if (!call()) ok = false;
     std::vector<float> out(T * L);
@@ -91,7 +96,8 @@ int main() {
     for (std::size_t t = 0; t < T; t += T / 8)
       for (std::size_t j = 5; j < L; j += L / 16) {
         const IndexKeys one{format, std::span(keys).subspan(j * row_bytes, row_bytes), D};
-        const std::span<const float> q(query_values.data() + t * H * D, H * D), w(weights.data() + t * H, H);
+        const std::span<const float> q(query_values.data() + t * H * D, H * D),
+            w(weights.data() + t * H, H);
         const auto exact = model::index_scores(q, w, one).value()[0];
         const auto bound = model::tensor_core_score_error_bounds(q, w, one).value()[0];
         if (abs(model::exact(out[t * L + j]) - exact) > bound) {
@@ -99,7 +105,9 @@ int main() {
           ok = false;
         }
       }
-    const float ms = median_us(nullptr, [&] { (void)call(); }, 1) / 1000;
+    const float ms = median_us(
+                         nullptr, [&] { (void)call(); }, 1) /
+                     1000;
     const double flops = 2.0 * T * H * D * L;
     std::printf("scores %s T %zu L %zu H %zu D %zu: %.3f ms (%.0f TFLOP/s on the dot products)\n",
                 format == KeyFormat::BF16 ? "bf16" : "e4m3", T, L, H, D, ms, flops / ms / 1e9);

@@ -5,13 +5,12 @@
 // conversion, the host's wait for the verdict), the queued call
 // (enqueue_paged_slots, back to back like the copy), the queued call in a CUDA
 // graph, and the masked conversion (enqueue_paged_slots_masked: one pass, no
-// verdict) queued and in a graph. Two ratios: copy time / slot time for the same lanes, and the bandwidth
-// the call reaches on the bytes it must move (rows in, slots out, each distinct
-// table entry it uses) over the copy's. Calls and copies rotate through input sets
-// that together exceed the L2 four times (small calls timed from DRAM, not from
-// what the call before left in L2). Checked against the CPU first. A second
-// ceiling beside the copy: the same lanes converted with nothing checked
-// (unchecked_slots), what the table lookups alone allow.
+// verdict) queued and in a graph. Two ratios: copy time / slot time for the same lanes, and the
+// bandwidth the call reaches on the bytes it must move (rows in, slots out, each distinct table
+// entry it uses) over the copy's. Calls and copies rotate through input sets that together exceed
+// the L2 four times (small calls timed from DRAM, not from what the call before left in L2).
+// Checked against the CPU first. A second ceiling beside the copy: the same lanes converted with
+// nothing checked (unchecked_slots), what the table lookups alone allow.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -29,7 +28,8 @@ using namespace aether;
 using namespace aether::bench;
 
 namespace {
-constexpr std::size_t kK = 2048, kPer = 1024;  // lanes per request; 1024 blocks of 16 compressed rows
+constexpr std::size_t kK = 2048,
+                      kPer = 1024;  // lanes per request; 1024 blocks of 16 compressed rows
 constexpr std::int64_t kBlockTokens = 64, kRatio = 4, kBc = kBlockTokens / kRatio;
 constexpr int kUncheckedThreads = 128, kUncheckedQuads = 4;
 
@@ -41,7 +41,8 @@ constexpr int kUncheckedThreads = 128, kUncheckedQuads = 4;
 // per thread, their lookups issued together.
 __global__ void __launch_bounds__(kUncheckedThreads)
     unchecked_slots(const int4* rows, const std::int32_t* tables, std::size_t quads, int4* out) {
-  const std::size_t first = std::size_t(blockIdx.x) * kUncheckedThreads * kUncheckedQuads + threadIdx.x;
+  const std::size_t first =
+      std::size_t(blockIdx.x) * kUncheckedThreads * kUncheckedQuads + threadIdx.x;
   int4 q[kUncheckedQuads];
 #pragma unroll
   for (int u = 0; u < kUncheckedQuads; ++u) {
@@ -50,10 +51,12 @@ __global__ void __launch_bounds__(kUncheckedThreads)
   }
   const auto slot = [&](int u, int row) {
     const std::size_t request = (first + std::size_t(u) * kUncheckedThreads) * 4 / kK;
-    return row < 0 ? -1 : int(__ldg(tables + request * kPer + std::size_t(row) / kBc) * kBc + row % kBc);
+    return row < 0 ? -1
+                   : int(__ldg(tables + request * kPer + std::size_t(row) / kBc) * kBc + row % kBc);
   };
 #pragma unroll
-  for (int u = 0; u < kUncheckedQuads; ++u) q[u] = make_int4(slot(u, q[u].x), slot(u, q[u].y), slot(u, q[u].z), slot(u, q[u].w));
+  for (int u = 0; u < kUncheckedQuads; ++u)
+    q[u] = make_int4(slot(u, q[u].x), slot(u, q[u].y), slot(u, q[u].z), slot(u, q[u].w));
 #pragma unroll
   for (int u = 0; u < kUncheckedQuads; ++u) {
     const std::size_t i = first + std::size_t(u) * kUncheckedThreads;
@@ -84,12 +87,15 @@ int main(int argc, char** argv) {
     std::mt19937 rng(3);
     std::uniform_int_distribution<std::int32_t> row(0, 16383), block(0, 1 << 20);
     std::bernoulli_distribution pad(0.05);
-    std::vector<std::int32_t> rows(lanes), counts(requests, std::int32_t(k)), tables(requests * per);
+    std::vector<std::int32_t> rows(lanes), counts(requests, std::int32_t(k)),
+        tables(requests * per);
     for (auto& r : rows) r = pad(rng) ? -1 : row(rng);
     for (auto& b : tables) b = block(rng);
     // Each set: the call's buffers and the copy's destination, the same inputs in
     // every set; the timings rotate through them (bench/cuda_timing.cuh).
-    struct Set { std::int32_t *rows, *counts, *tables, *out, *copy; };
+    struct Set {
+      std::int32_t *rows, *counts, *tables, *out, *copy;
+    };
     std::vector<Set> sets(rotation_sets(3 * lanes * 4 + tables.size() * 4));
     for (Set& s : sets) {
       check(cudaMalloc(&s.rows, lanes * 4), "malloc");
@@ -99,27 +105,30 @@ int main(int argc, char** argv) {
       check(cudaMalloc(&s.copy, lanes * 4), "malloc");
       check(cudaMemcpy(s.rows, rows.data(), lanes * 4, cudaMemcpyHostToDevice), "upload");
       check(cudaMemcpy(s.counts, counts.data(), requests * 4, cudaMemcpyHostToDevice), "upload");
-      check(cudaMemcpy(s.tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice), "upload");
+      check(cudaMemcpy(s.tables, tables.data(), tables.size() * 4, cudaMemcpyHostToDevice),
+            "upload");
     }
     std::size_t turn = 0;
     const auto next_set = [&]() -> const Set& { return sets[turn++ % sets.size()]; };
     cuda::DeviceVerdict* d_verdict;
     check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
     const auto call = [&](const Set& s) {
-      return cuda::paged_slots({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()}, per,
-                               block_tokens, ratio, {s.out, lanes}, stream);
+      return cuda::paged_slots({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()},
+                               per, block_tokens, ratio, {s.out, lanes}, stream);
     };
     const auto enqueue_on = [&](const Set& s) {
-      return bool(cuda::enqueue_paged_slots({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()}, per,
-                                            block_tokens, ratio, {s.out, lanes}, d_verdict, stream));
+      return bool(cuda::enqueue_paged_slots({s.rows, lanes}, k, {s.counts, requests},
+                                            {s.tables, tables.size()}, per, block_tokens, ratio,
+                                            {s.out, lanes}, d_verdict, stream));
     };
     const auto enqueue = [&] {
       if (!enqueue_on(next_set())) std::exit(1);
     };
     const auto enqueue_masked = [&] {
       const Set& s = next_set();
-      if (!cuda::enqueue_paged_slots_masked({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()}, per,
-                                            block_tokens, ratio, {s.out, lanes}, stream))
+      if (!cuda::enqueue_paged_slots_masked({s.rows, lanes}, k, {s.counts, requests},
+                                            {s.tables, tables.size()}, per, block_tokens, ratio,
+                                            {s.out, lanes}, stream))
         std::exit(1);
     };
     std::vector<std::int32_t> want(lanes), got(lanes);
@@ -144,19 +153,22 @@ int main(int argc, char** argv) {
     }
     // The masked conversion leaves the same slots (nothing here is refused).
     check(cudaMemsetAsync(first.out, 0, lanes * 4, stream), "memset");
-    if (!cuda::paged_slots_masked({first.rows, lanes}, k, {first.counts, requests}, {first.tables, tables.size()},
-                                  per, block_tokens, ratio, {first.out, lanes}, stream))
+    if (!cuda::paged_slots_masked({first.rows, lanes}, k, {first.counts, requests},
+                                  {first.tables, tables.size()}, per, block_tokens, ratio,
+                                  {first.out, lanes}, stream))
       ok = false;
     check(cudaMemcpy(got.data(), first.out, lanes * 4, cudaMemcpyDeviceToHost), "download");
     if (got != want) {
       std::printf("MISMATCH (masked) requests=%zu\n", requests);
       ok = false;
     }
-    std::set<std::pair<std::size_t, std::int32_t>> entries;  // (request, block) pairs the call reads
+    std::set<std::pair<std::size_t, std::int32_t>>
+        entries;  // (request, block) pairs the call reads
     for (std::size_t lane = 0; lane < lanes; ++lane)
       if (rows[lane] >= 0) entries.emplace(lane / k, rows[lane] / (block_tokens / ratio));
     const double bytes = 2.0 * lanes * 4 + entries.size() * 4.0;
-    const float t_slots = median_us(stream, [&] { (void)call(next_set()); }, 1);
+    const float t_slots = median_us(
+        stream, [&] { (void)call(next_set()); }, 1);
     const float t_queued = median_us(stream, enqueue);
     // A cooperative launch (the one-pass kernel) may not be capturable: try once.
     bool capturable = false;
@@ -172,48 +184,66 @@ int main(int argc, char** argv) {
     const float t_graph = capturable ? graph_us(stream, enqueue, sets.size()) : 0.0f;
     const float t_masked = median_us(stream, enqueue_masked);
     const float t_masked_graph = graph_us(stream, enqueue_masked, sets.size());
-    if (!capturable) std::printf("  (this call cannot be captured in a CUDA graph: no graph timing)\n");
+    if (!capturable)
+      std::printf("  (this call cannot be captured in a CUDA graph: no graph timing)\n");
     const float t_copy = median_us(stream, [&] {
       const Set& s = next_set();
       check(cudaMemcpyAsync(s.copy, s.rows, lanes * 4, cudaMemcpyDeviceToDevice, stream), "copy");
     });
     const double copy_bw = 2.0 * lanes * 4 / t_copy / 1e6;
-    const std::size_t quads = lanes / 4, per_block = std::size_t(kUncheckedThreads) * kUncheckedQuads;
+    const std::size_t quads = lanes / 4,
+                      per_block = std::size_t(kUncheckedThreads) * kUncheckedQuads;
     const auto unchecked_on = [&](const Set& s) {
-      unchecked_slots<<<unsigned((quads + per_block - 1) / per_block), kUncheckedThreads, 0, stream>>>(
-          reinterpret_cast<const int4*>(s.rows), s.tables, quads, reinterpret_cast<int4*>(s.out));
+      unchecked_slots<<<unsigned((quads + per_block - 1) / per_block), kUncheckedThreads, 0,
+                        stream>>>(reinterpret_cast<const int4*>(s.rows), s.tables, quads,
+                                  reinterpret_cast<int4*>(s.out));
     };
     check(cudaMemsetAsync(first.out, 0, lanes * 4, stream), "memset");
     unchecked_on(first);
-    check(cudaStreamSynchronize(stream), "sync");  // the stream does not block: cudaMemcpy would not wait for it
+    check(cudaStreamSynchronize(stream),
+          "sync");  // the stream does not block: cudaMemcpy would not wait for it
     check(cudaMemcpy(got.data(), first.out, lanes * 4, cudaMemcpyDeviceToHost), "download");
     if (got != want) {
       std::printf("MISMATCH (unchecked ceiling) requests=%zu\n", requests);
       ok = false;
     }
     const float t_unchecked = median_us(stream, [&] { unchecked_on(next_set()); });
-    const float t_unchecked_graph = graph_us(stream, [&] { unchecked_on(next_set()); }, sets.size());
+    const float t_unchecked_graph = graph_us(
+        stream, [&] { unchecked_on(next_set()); }, sets.size());
     // A call too large to hold on chip checks every lane in one pass and converts
     // in a second: at best, its rows and tables read once, then the unchecked
     // conversion.
     const float t_read = median_us(stream, [&] {
       const Set& s = next_set();
-      read_only<<<sms * 8, 256, 0, stream>>>(reinterpret_cast<const int4*>(s.rows), lanes / 4, d_sink);
-      read_only<<<sms * 8, 256, 0, stream>>>(reinterpret_cast<const int4*>(s.tables), tables.size() / 4, d_sink);
+      read_only<<<sms * 8, 256, 0, stream>>>(reinterpret_cast<const int4*>(s.rows), lanes / 4,
+                                             d_sink);
+      read_only<<<sms * 8, 256, 0, stream>>>(reinterpret_cast<const int4*>(s.tables),
+                                             tables.size() / 4, d_sink);
     });
-    std::printf("slots %zu x %zu (%.1f MiB, %.1f MiB of table entries, %zu input sets): device copy %.1f us (%.2f TB/s)\n",
-                requests, k, lanes * 4 / 1048576.0, entries.size() * 4 / 1048576.0, sets.size(), t_copy, copy_bw);
-    for (const auto& [name, t] : {std::pair{"waiting", t_slots}, {"queued", t_queued}, {"graph", t_graph},
-                                  {"masked, queued", t_masked}, {"masked, graph", t_masked_graph}})
-      if (t > 0) std::printf("  %-14s %7.1f us: copy / slots %.2f; bandwidth %.2f TB/s = %.2f of copy\n", name, t,
-                  t_copy / t, bytes / t / 1e6, bytes / t / 1e6 / copy_bw);
-    std::printf("  unchecked ceiling (not a valid conversion: writes before checking) %.1f us, graph %.1f us: "
-                "bandwidth %.2f / %.2f of copy\n",
-                t_unchecked, t_unchecked_graph, bytes / t_unchecked / 1e6 / copy_bw,
-                bytes / t_unchecked_graph / 1e6 / copy_bw);
-    std::printf("  two passes at best (rows and tables read once, %.1f us, then the unchecked conversion) %.1f us: "
-                "bandwidth %.2f of copy\n",
-                t_read, t_read + t_unchecked, bytes / (t_read + t_unchecked) / 1e6 / copy_bw);
+    std::printf(
+        "slots %zu x %zu (%.1f MiB, %.1f MiB of table entries, %zu input sets): device copy %.1f "
+        "us (%.2f TB/s)\n",
+        requests, k, lanes * 4 / 1048576.0, entries.size() * 4 / 1048576.0, sets.size(), t_copy,
+        copy_bw);
+    for (const auto& [name, t] : {std::pair{"waiting", t_slots},
+                                  {"queued", t_queued},
+                                  {"graph", t_graph},
+                                  {"masked, queued", t_masked},
+                                  {"masked, graph", t_masked_graph}})
+      if (t > 0)
+        std::printf("  %-14s %7.1f us: copy / slots %.2f; bandwidth %.2f TB/s = %.2f of copy\n",
+                    name, t, t_copy / t, bytes / t / 1e6, bytes / t / 1e6 / copy_bw);
+    std::printf(
+        "  unchecked ceiling (not a valid conversion: writes before checking) %.1f us, graph %.1f "
+        "us: "
+        "bandwidth %.2f / %.2f of copy\n",
+        t_unchecked, t_unchecked_graph, bytes / t_unchecked / 1e6 / copy_bw,
+        bytes / t_unchecked_graph / 1e6 / copy_bw);
+    std::printf(
+        "  two passes at best (rows and tables read once, %.1f us, then the unchecked conversion) "
+        "%.1f us: "
+        "bandwidth %.2f of copy\n",
+        t_read, t_read + t_unchecked, bytes / (t_read + t_unchecked) / 1e6 / copy_bw);
     for (const Set& s : sets)
       for (std::int32_t* p : {s.rows, s.counts, s.tables, s.out, s.copy}) cudaFree(p);
     cudaFree(d_verdict);

@@ -45,7 +45,10 @@ void BM_scatter_vs_memcpy(benchmark::State& state) {
       double(state.iterations()) * double(buf.size() * sizeof(I)) * 2 / memcpy_s / 1e9;
   state.counters["ratio_to_memcpy"] = scatter_s / memcpy_s;
 }
-BENCHMARK(BM_scatter_vs_memcpy)->RangeMultiplier(4)->Range(32, 32768)->UseManualTime()
+BENCHMARK(BM_scatter_vs_memcpy)
+    ->RangeMultiplier(4)
+    ->Range(32, 32768)
+    ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

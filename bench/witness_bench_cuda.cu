@@ -57,7 +57,9 @@ int main() {
     const std::size_t bytes = host.size() * sizeof(I);
     // Each set: rows in, rows out, lengths; the timings rotate through them so no
     // size is timed from what the launch before left in L2 (bench/cuda_timing.cuh).
-    struct Set { I *in, *out, *lens; };
+    struct Set {
+      I *in, *out, *lens;
+    };
     std::vector<Set> sets(rotation_sets(2 * bytes + rows * sizeof(I)));
     for (Set& s : sets) {
       check(cudaMalloc(&s.in, bytes), "malloc");
@@ -75,7 +77,8 @@ int main() {
 
     // correctness first: poisoned output, compared with the CPU backend
     std::vector<I> want(host.size()), got(host.size());
-    (void)aether::cpu::apply_topology_witnesses(host, kTopk, lens, keep, kSegments, kSegments, want);
+    (void)aether::cpu::apply_topology_witnesses(host, kTopk, lens, keep, kSegments, kSegments,
+                                                want);
     check(cudaMemset(d_out, 0x5a, bytes), "poison");
     if (!aether::cuda::apply_topology_witnesses(in, kTopk, dl, keep, kSegments, kSegments, out))
       all_ok = false;
@@ -91,28 +94,33 @@ int main() {
     };
     auto merge = [&] {
       const Set& s = next_set();
-      (void)aether::cuda::apply_topology_witnesses({s.in, host.size()}, kTopk, {s.lens, rows}, keep, kSegments,
-                                                   kSegments, {s.out, host.size()}, stream);
+      (void)aether::cuda::apply_topology_witnesses({s.in, host.size()}, kTopk, {s.lens, rows}, keep,
+                                                   kSegments, kSegments, {s.out, host.size()},
+                                                   stream);
     };
     auto scatter = [&] {
       const Set& s = next_set();
-      (void)aether::cuda::scatter_topology_witnesses({s.in, host.size()}, kTopk, {s.lens, rows}, kSegments, stream);
+      (void)aether::cuda::scatter_topology_witnesses({s.in, host.size()}, kTopk, {s.lens, rows},
+                                                     kSegments, stream);
     };
     int* d_sink;
     check(cudaMalloc(&d_sink, sizeof(int)), "malloc");
     auto read = [&] {
-      read_only<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(reinterpret_cast<const int4*>(next_set().in),
-                                                                  host.size() / 4, d_sink);
+      read_only<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(
+          reinterpret_cast<const int4*>(next_set().in), host.size() / 4, d_sink);
     };
     const float t_read = median_us(stream, read);
     const float t_copy = median_us(stream, copy);
     const float t_merge = median_us(stream, merge);
     const float t_scat = median_us(stream, scatter);
-    const float g_copy = graph_us(stream, copy, sets.size()), g_merge = graph_us(stream, merge, sets.size()),
+    const float g_copy = graph_us(stream, copy, sets.size()),
+                g_merge = graph_us(stream, merge, sets.size()),
                 g_scat = graph_us(stream, scatter, sets.size());
-    std::printf("%7zu %10zu | %9.2f %9.2f %6.3f | %9.2f %6.3f %6.3f | %9.2f %9.2f %9.2f  (graph ratios %.3f %.3f; %zu sets)\n",
-                rows, bytes, t_copy, t_merge, t_merge / t_copy, t_scat, t_scat / t_copy,
-                t_read / t_copy, g_copy, g_merge, g_scat, g_merge / g_copy, g_scat / g_copy, sets.size());
+    std::printf(
+        "%7zu %10zu | %9.2f %9.2f %6.3f | %9.2f %6.3f %6.3f | %9.2f %9.2f %9.2f  (graph ratios "
+        "%.3f %.3f; %zu sets)\n",
+        rows, bytes, t_copy, t_merge, t_merge / t_copy, t_scat, t_scat / t_copy, t_read / t_copy,
+        g_copy, g_merge, g_scat, g_merge / g_copy, g_scat / g_copy, sets.size());
     cudaFree(d_sink);
     for (const Set& s : sets)
       for (I* p : {s.in, s.out, s.lens}) cudaFree(p);

@@ -68,33 +68,42 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const std::int32_t tokens = p.ConsumeIntegralInRange<std::int32_t>(0, decode ? 6 : 9);
       requests.push_back({std::int32_t(slot), length[slot], tokens});
       for (std::int32_t t = 0; t < tokens; ++t) position(projected);
-      accepted.push_back(kind == 2 ? p.ConsumeIntegralInRange<std::size_t>(0, std::size_t(tokens)) : std::size_t(tokens));
+      accepted.push_back(kind == 2 ? p.ConsumeIntegralInRange<std::size_t>(0, std::size_t(tokens))
+                                   : std::size_t(tokens));
     }
     std::size_t rows = 0;
     for (const auto& q : requests)
       rows += decode ? std::size_t(q.tokens)
-                     : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / shape.ratio - q.start / shape.ratio));
+                     : std::size_t(std::max<std::int64_t>(
+                           1, (q.start + q.tokens) / shape.ratio - q.start / shape.ratio));
     std::vector<std::uint16_t> out(rows * D, 0x5a5a);
     std::vector<std::int32_t> index(rows, 77), positions(rows, 77);
-    const auto got = (decode ? backend.decode : backend.prefill)(requests, projected, ring_impl, shape, out, index, positions);
-    auto want = model::compress_batch(requests, projected, ring_model, shape, decode, out.size(), index.size(),
-                                            positions.size(), model::Gate::Score);
-    if (got.ok() != want.ok()) fail(got.ok() ? "impl accepted a refused call" : "impl refused an accepted call");
+    const auto got = (decode ? backend.decode : backend.prefill)(requests, projected, ring_impl,
+                                                                 shape, out, index, positions);
+    auto want = model::compress_batch(requests, projected, ring_model, shape, decode, out.size(),
+                                      index.size(), positions.size(), model::Gate::Score);
+    if (got.ok() != want.ok())
+      fail(got.ok() ? "impl accepted a refused call" : "impl refused an accepted call");
     if (!want) {
-      if (!(got.error() == want.error())) fail((std::ostringstream() << got.error() << " vs " << want.error()).str());
-      if (std::memcmp(ring_impl.data(), ring_model.data(), ring_impl.size() * 4) != 0) fail("refusal wrote the ring");
+      if (!(got.error() == want.error()))
+        fail((std::ostringstream() << got.error() << " vs " << want.error()).str());
+      if (std::memcmp(ring_impl.data(), ring_model.data(), ring_impl.size() * 4) != 0)
+        fail("refusal wrote the ring");
       continue;
     }
     ring_model = std::move(want.value().ring);
-    if (std::memcmp(ring_impl.data(), ring_model.data(), ring_impl.size() * 4) != 0) fail("ring bytes");
+    if (std::memcmp(ring_impl.data(), ring_model.data(), ring_impl.size() * 4) != 0)
+      fail("ring bytes");
     for (std::size_t i = 0; i < rows; ++i) {
       const model::Row& row = want.value().rows[i];
-      if (index[i] != row.row || positions[i] != row.position) fail("row index or position " + std::to_string(i));
+      if (index[i] != row.row || positions[i] != row.position)
+        fail("row index or position " + std::to_string(i));
       for (std::size_t d = 0; d < D; ++d)
         if (model::exact(std::bit_cast<float>(std::uint32_t(out[i * D + d]) << 16)) != row.z[d].lo)
           fail("row " + std::to_string(i) + " value");
     }
-    for (std::size_t i = 0; i < requests.size(); ++i) length[std::size_t(requests[i].state_slot)] += std::int64_t(accepted[i]);
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      length[std::size_t(requests[i].state_slot)] += std::int64_t(accepted[i]);
   }
   return 0;
 }

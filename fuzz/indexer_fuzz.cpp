@@ -26,10 +26,14 @@ void fail(const std::string& report) {
 
 float consume_score(FuzzedDataProvider& p) {
   switch (p.ConsumeIntegralInRange(0, 7)) {
-    case 0: return std::bit_cast<float>(p.ConsumeIntegral<std::uint32_t>());  // anything, NaN too
-    case 1: return p.ConsumeBool() ? 0.0f : -0.0f;
-    case 2: return 1e30f;
-    default: return float(p.ConsumeIntegralInRange(-4, 4));  // ties
+    case 0:
+      return std::bit_cast<float>(p.ConsumeIntegral<std::uint32_t>());  // anything, NaN too
+    case 1:
+      return p.ConsumeBool() ? 0.0f : -0.0f;
+    case 2:
+      return 1e30f;
+    default:
+      return float(p.ConsumeIntegralInRange(-4, 4));  // ties
   }
 }
 
@@ -42,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t width = p.ConsumeIntegralInRange<std::size_t>(0, 64);
   const std::size_t k = p.ConsumeIntegralInRange<std::size_t>(0, 20);
   V ends;
-  for (std::size_t r = 0; r < rows; ++r) ends.push_back(p.ConsumeIntegralInRange<I>(-1, I(width) + 1));
+  for (std::size_t r = 0; r < rows; ++r)
+    ends.push_back(p.ConsumeIntegralInRange<I>(-1, I(width) + 1));
   std::vector<float> scores(rows * width);
   for (float& s : scores) s = consume_score(p);
   if (p.ConsumeIntegralInRange(0, 15) == 0) scores.push_back(0.0f);  // shape fault
@@ -59,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     V out = before;
     const auto got = b.topk(scores, width, ends, k, out);
     const auto want = model::valid_prefix_topk(scores, width, ends, k);
-    if (auto d = props::differential_report<I>(want, got, before, out, b.name + " topk"); !d.empty())
+    if (auto d = props::differential_report<I>(want, got, before, out, b.name + " topk");
+        !d.empty())
       fail(d);
     if (rows > 0 && ends[0] >= 0 && std::size_t(ends[0]) <= width) {
       const auto row = std::span<const float>(scores).first(width);
@@ -67,7 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       V cout = cbefore;
       const auto cgot = b.candidate_topk(row, end0, retained, bs, k, cout);
       const auto cwant = model::candidate_topk(row, end0, retained, bs, k);
-      if (auto d = props::differential_report<I>(cwant, cgot, cbefore, cout, b.name + " candidates");
+      if (auto d =
+              props::differential_report<I>(cwant, cgot, cbefore, cout, b.name + " candidates");
           !d.empty())
         fail(d);
     }

@@ -33,9 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::size_t k = p.ConsumeIntegralInRange<std::size_t>(0, 20);
   const std::int64_t ratio = p.ConsumeIntegralInRange<std::int64_t>(-1, 4);
   // B up to 16 tokens, or now and then up to 2^40 (Bc past 2^32: block x Bc overflows 64 bits)
-  const std::int64_t block_tokens = p.ConsumeIntegralInRange(0, 7) == 0
-                                        ? p.ConsumeIntegralInRange<std::int64_t>(0, std::int64_t(1) << 40)
-                                        : p.ConsumeIntegralInRange<std::int64_t>(0, 16);
+  const std::int64_t block_tokens =
+      p.ConsumeIntegralInRange(0, 7) == 0
+          ? p.ConsumeIntegralInRange<std::int64_t>(0, std::int64_t(1) << 40)
+          : p.ConsumeIntegralInRange<std::int64_t>(0, 16);
   const std::size_t per = p.ConsumeIntegralInRange<std::size_t>(0, 4);
   V counts, table, rows;
   for (std::size_t n = 0; n < requests; ++n) {
@@ -48,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (p.ConsumeIntegralInRange(0, 15) == 0) rows.push_back(0);  // shape fault
 
   const auto want = model::paged_slots(rows, k, counts, table, per, block_tokens, ratio);
-  const auto want_masked = model::paged_slots_masked(rows, k, counts, table, per, block_tokens, ratio);
+  const auto want_masked =
+      model::paged_slots_masked(rows, k, counts, table, per, block_tokens, ratio);
   for (const auto& b : props::all_paging_backends()) {
     if (b.name == "model") continue;
     for (const bool masked : {false, true}) {
@@ -58,10 +60,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const V before(rows.size(), 0x5a5a5a5a);
       V out = before;
       const auto got = convert(rows, k, counts, table, per, block_tokens, ratio, out);
-      if (auto d = props::differential_report<I>(expected, got, before, out, name); !d.empty()) fail(d);
+      if (auto d = props::differential_report<I>(expected, got, before, out, name); !d.empty())
+        fail(d);
       V in_place = rows;
       const auto again = convert(in_place, k, counts, table, per, block_tokens, ratio, in_place);
-      if (auto d = props::differential_report<I>(expected, again, rows, in_place, name + " in place"); !d.empty())
+      if (auto d =
+              props::differential_report<I>(expected, again, rows, in_place, name + " in place");
+          !d.empty())
         fail(d);
     }
   }

@@ -9,7 +9,8 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
-extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);  // optional, as in libFuzzer
+extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(
+    int* argc, char*** argv);  // optional, as in libFuzzer
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;

@@ -20,18 +20,25 @@ using V = std::vector<I>;
 
 I consume_len(FuzzedDataProvider& p) {
   switch (p.ConsumeIntegralInRange(0, 7)) {
-    case 0: return p.ConsumeIntegralInRange<I>(std::numeric_limits<I>::min(), 0);
-    case 1: return p.ConsumeIntegralInRange<I>(1, std::numeric_limits<I>::max());
-    case 2: return p.ConsumeIntegralInRange<I>(65, 5000);
-    default: return p.ConsumeIntegralInRange<I>(1, 64);
+    case 0:
+      return p.ConsumeIntegralInRange<I>(std::numeric_limits<I>::min(), 0);
+    case 1:
+      return p.ConsumeIntegralInRange<I>(1, std::numeric_limits<I>::max());
+    case 2:
+      return p.ConsumeIntegralInRange<I>(65, 5000);
+    default:
+      return p.ConsumeIntegralInRange<I>(1, 64);
   }
 }
 
 I consume_entry(FuzzedDataProvider& p, I len) {
   switch (p.ConsumeIntegralInRange(0, 5)) {
-    case 0: return -1;
-    case 1: return p.ConsumeIntegral<I>();  // anything: negatives, far out of range
-    default: return len > 0 ? p.ConsumeIntegralInRange<I>(0, len - 1) : -1;
+    case 0:
+      return -1;
+    case 1:
+      return p.ConsumeIntegral<I>();  // anything: negatives, far out of range
+    default:
+      return len > 0 ? p.ConsumeIntegralInRange<I>(0, len - 1) : -1;
   }
 }
 

@@ -37,7 +37,7 @@ AETHER_HD inline float scale_by_power_of_two(float y, int k) {
 // Only fma, +, *, and exact bit steps: the same bits on every IEEE machine.
 // tests/compress_test.cpp checks it against the exact model's enclosure.
 AETHER_HD inline float exp_nonpositive(float x) {
-  const float xc = fmaxf(x, -104.0f);  // e^-104 = 0.486 2^-149 rounds to 0
+  const float xc = fmaxf(x, -104.0f);    // e^-104 = 0.486 2^-149 rounds to 0
   constexpr float kRound = 12582912.0f;  // 1.5 2^23: v + kRound - kRound = rint(v), |v| < 2^22
   // One rounding of x log2 e, written as the fma: CUDA fuses a * b + c by default and
   // g++ only where FMA instructions are enabled, so the plain expression rounded

@@ -26,31 +26,35 @@ struct CompressPlan {
 // Rows of a prefill request: max(1, nc); of a decode request: one per position.
 inline std::size_t output_rows(const CompressRequest& q, std::int64_t ratio, Step step) {
   if (step == Step::Decode) return std::size_t(q.tokens);
-  return std::size_t(std::max<std::int64_t>(1, completed_in_chunk(q.start, q.start + q.tokens, ratio)));
+  return std::size_t(
+      std::max<std::int64_t>(1, completed_in_chunk(q.start, q.start + q.tokens, ratio)));
 }
 
 // Positions [r floor(s / r), s): the old inputs a step reads, when it completes a row.
-inline std::pair<std::int64_t, std::int64_t> old_positions_read(const CompressRequest& q, std::int64_t ratio) {
+inline std::pair<std::int64_t, std::int64_t> old_positions_read(const CompressRequest& q,
+                                                                std::int64_t ratio) {
   if (completed_in_chunk(q.start, q.start + q.tokens, ratio) == 0) return {q.start, q.start};
   return {q.start / ratio * ratio, q.start};
 }
 
-inline std::variant<CompressPlan, CompressError> plan_call(std::span<const CompressRequest> requests,
-                                                           const CompressShape& shape, Step step,
-                                                           std::size_t projected, std::size_t ring,
-                                                           std::size_t rows, std::size_t row_index,
-                                                           std::size_t positions) {
+inline std::variant<CompressPlan, CompressError> plan_call(
+    std::span<const CompressRequest> requests, const CompressShape& shape, Step step,
+    std::size_t projected, std::size_t ring, std::size_t rows, std::size_t row_index,
+    std::size_t positions) {
   namespace ce = compress_error;
-  if (shape.ratio < 1 || shape.dim == 0 || shape.ring == 0) return ce::BadShape{shape.ratio, shape.dim, shape.ring};
-  std::vector<unsigned char> used(shape.state_slots, 0);  // bytes: a call's planning is on every call's path
+  if (shape.ratio < 1 || shape.dim == 0 || shape.ring == 0)
+    return ce::BadShape{shape.ratio, shape.dim, shape.ring};
+  std::vector<unsigned char> used(shape.state_slots,
+                                  0);  // bytes: a call's planning is on every call's path
   CompressPlan plan;
   plan.token_offset.reserve(requests.size());
   plan.row_offset.reserve(requests.size());
   std::int64_t qmax = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const CompressRequest& q = requests[i];
-    if (q.state_slot < 0 || std::size_t(q.state_slot) >= shape.state_slots || used[std::size_t(q.state_slot)] ||
-        q.start < 0 || q.tokens < 0 || q.start + q.tokens > INT32_MAX)
+    if (q.state_slot < 0 || std::size_t(q.state_slot) >= shape.state_slots ||
+        used[std::size_t(q.state_slot)] || q.start < 0 || q.tokens < 0 ||
+        q.start + q.tokens > INT32_MAX)
       return ce::BadRequest{i};
     used[std::size_t(q.state_slot)] = 1;
     plan.token_offset.push_back(plan.tokens);
@@ -61,7 +65,8 @@ inline std::variant<CompressPlan, CompressError> plan_call(std::span<const Compr
   }
   const std::size_t width = 2 * shape.dim;
   if (projected != plan.tokens * width) return ce::ShapeMismatch{plan.tokens * width, projected};
-  if (ring != shape.state_slots * shape.ring * width) return ce::ShapeMismatch{shape.state_slots * shape.ring * width, ring};
+  if (ring != shape.state_slots * shape.ring * width)
+    return ce::ShapeMismatch{shape.state_slots * shape.ring * width, ring};
   if (rows != plan.rows * shape.dim) return ce::ShapeMismatch{plan.rows * shape.dim, rows};
   if (row_index != plan.rows) return ce::ShapeMismatch{plan.rows, row_index};
   if (positions != plan.rows) return ce::ShapeMismatch{plan.rows, positions};

@@ -22,8 +22,8 @@ struct Random {
   std::uint64_t seed;
 };
 struct LearnedTopK {
-  std::size_t k;              // the k highest scores of the row
-  std::size_t context_len;    // scores are row-major [context_len, context_len]
+  std::size_t k;            // the k highest scores of the row
+  std::size_t context_len;  // scores are row-major [context_len, context_len]
   std::span<const double> scores;
 };
 using Selector = std::variant<Dense, Local, Random, LearnedTopK>;
@@ -42,9 +42,9 @@ struct RowOutOfRange {
   friend bool operator==(const RowOutOfRange&, const RowOutOfRange&) = default;
 };
 }  // namespace attention_error
-using AttentionError = std::variant<attention_error::ScoresShapeMismatch,
-                                    attention_error::NonFiniteScore,
-                                    attention_error::RowOutOfRange>;
+using AttentionError =
+    std::variant<attention_error::ScoresShapeMismatch, attention_error::NonFiniteScore,
+                 attention_error::RowOutOfRange>;
 
 // Keys selected by query row i, ascending. Dense, Local and Random cannot fail;
 // LearnedTopK refuses a bad shape, a row past its context or a non-finite causal score.

@@ -80,8 +80,9 @@ std::vector<Interval> compress(const Group& group, Gate gate) {
   std::vector<Interval> z;
   z.reserve(dim_of(group));
   for (std::size_t d = 0; d < dim_of(group); ++d) {
-    const bool equal = std::all_of(group.begin(), group.end(),
-                                   [&](const Position* p) { return p->gate[d] == group.front()->gate[d]; });
+    const bool equal = std::all_of(group.begin(), group.end(), [&](const Position* p) {
+      return p->gate[d] == group.front()->gate[d];
+    });
     if (gate == Gate::Weight || equal) {  // exact; equal scores are equal weights
       Rational num = 0, den = 0;
       const Rational one = 1;
@@ -134,7 +135,8 @@ Interval exp_enclosure(const Rational& x) {
   Integer n_factorial = 1;
   for (int k = 2; k < N; ++k) n_factorial *= k;  // (N-1)!
   const Rational partial(sum, b_powers[std::size_t(N - 1)] * n_factorial);
-  const Rational remainder = 2 * Rational(abs(a_power), b_power * n_factorial * N);  // |y|^N / N!, doubled
+  const Rational remainder =
+      2 * Rational(abs(a_power), b_power * n_factorial * N);  // |y|^N / N!, doubled
   Interval e{round_down(partial - remainder), round_up(partial + remainder)};
   for (int i = 0; i < m; ++i) e = Interval{round_down(e.lo * e.lo), round_up(e.hi * e.hi)};
   return e;
@@ -163,7 +165,8 @@ std::vector<Interval> compress_fp32(const Group& group) {
       const Rational shift = 2 * u * abs(st - m);
       const Interval e = exp_enclosure(st - m);
       const Rational lo = e.lo * (1 - exp_error) * (1 - shift) - underflow;
-      w.push_back({lo > 0 ? lo : Rational(0), Rational(e.hi * (1 + exp_error) * (1 + shift) + underflow)});
+      w.push_back(
+          {lo > 0 ? lo : Rational(0), Rational(e.hi * (1 + exp_error) * (1 + shift) + underflow)});
     }
     Rational largest = 0;
     for (const Rational& x : v) largest = std::max(largest, Rational(abs(x)));
@@ -184,7 +187,8 @@ Row completed_row(const Group& group, std::int64_t j, std::int64_t ratio, Gate g
 }
 }  // namespace
 
-std::vector<Row> prefill(Ring& ring, std::int64_t ratio, std::span<const Position> chunk, Gate gate) {
+std::vector<Row> prefill(Ring& ring, std::int64_t ratio, std::span<const Position> chunk,
+                         Gate gate) {
   const std::int64_t s = ring.length, e = s + std::int64_t(chunk.size());
   const std::int64_t S = std::int64_t(ring.entries.size());
   const auto input = [&](std::int64_t p) -> const Position& {
@@ -198,14 +202,16 @@ std::vector<Row> prefill(Ring& ring, std::int64_t ratio, std::span<const Positio
     rows.push_back(completed_row(group, j, ratio, gate));
   }
   if (rows.empty()) rows.push_back(zero_row(chunk.empty() ? 0 : chunk.front().value.size()));
-  for (std::int64_t p = std::max(s, e - S); p < e; ++p) ring.entries[std::size_t(p % S)] = chunk[std::size_t(p - s)];
+  for (std::int64_t p = std::max(s, e - S); p < e; ++p)
+    ring.entries[std::size_t(p % S)] = chunk[std::size_t(p - s)];
   ring.length = e;
   return rows;
 }
 
 std::vector<Row> decode(Ring& ring, std::int64_t ratio, std::span<const Position> step, Gate gate) {
   const std::int64_t s = ring.length, S = std::int64_t(ring.entries.size());
-  for (std::size_t i = 0; i < step.size(); ++i) ring.entries[std::size_t((s + std::int64_t(i)) % S)] = step[i];
+  for (std::size_t i = 0; i < step.size(); ++i)
+    ring.entries[std::size_t((s + std::int64_t(i)) % S)] = step[i];
   std::vector<Row> rows;
   for (std::size_t i = 0; i < step.size(); ++i) {
     const std::int64_t p = s + std::int64_t(i);
@@ -233,7 +239,8 @@ std::vector<Row> verify(Ring& ring, std::int64_t ratio, std::span<const Position
 
 std::vector<Position> pending(const Ring& ring, std::int64_t ratio) {
   std::vector<Position> out;
-  for (std::int64_t p = ring.length / ratio * ratio; p < ring.length; ++p) out.push_back(entry(ring, p));
+  for (std::int64_t p = ring.length / ratio * ratio; p < ring.length; ++p)
+    out.push_back(entry(ring, p));
   return out;
 }
 
@@ -241,7 +248,8 @@ std::vector<std::vector<Interval>> whole_sequence_rows(std::span<const Position>
                                                        std::int64_t ratio, Gate gate) {
   std::vector<std::vector<Interval>> rows;
   for (std::size_t j = 0; (j + 1) * std::size_t(ratio) <= inputs.size(); ++j)
-    rows.push_back(compress_group(inputs.subspan(j * std::size_t(ratio), std::size_t(ratio)), gate));
+    rows.push_back(
+        compress_group(inputs.subspan(j * std::size_t(ratio), std::size_t(ratio)), gate));
   return rows;
 }
 
@@ -278,8 +286,9 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
   std::int64_t qmax = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const CompressRequest& q = requests[i];
-    if (q.state_slot < 0 || std::size_t(q.state_slot) >= shape.state_slots || slots.contains(q.state_slot) ||
-        q.start < 0 || q.tokens < 0 || q.start + q.tokens > INT32_MAX)
+    if (q.state_slot < 0 || std::size_t(q.state_slot) >= shape.state_slots ||
+        slots.contains(q.state_slot) || q.start < 0 || q.tokens < 0 ||
+        q.start + q.tokens > INT32_MAX)
       return ce::BadRequest{i};
     slots.insert(q.state_slot);
     tokens += std::size_t(q.tokens);
@@ -287,10 +296,10 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
                    : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / r - q.start / r));
     qmax = std::max<std::int64_t>(qmax, q.tokens);
   }
-  for (auto [expected, actual] : {std::pair{tokens * width, projected.size()},
-                                  std::pair{shape.state_slots * S * width, ring.size()},
-                                  std::pair{rows * D, rows_len}, std::pair{rows, row_index_len},
-                                  std::pair{rows, positions_len}})
+  for (auto [expected, actual] :
+       {std::pair{tokens * width, projected.size()},
+        std::pair{shape.state_slots * S * width, ring.size()}, std::pair{rows * D, rows_len},
+        std::pair{rows, row_index_len}, std::pair{rows, positions_len}})
     if (expected != actual) return ce::ShapeMismatch{expected, actual};
   if (const std::int64_t needed = decode ? r + qmax - 1 : r; std::int64_t(S) < needed)
     return ce::RingTooSmall{S, needed};
@@ -321,14 +330,17 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
     state.length = q.start;
     std::vector<Position> step;
     step.reserve(std::size_t(q.tokens));
-    for (std::int32_t t = 0; t < q.tokens; ++t) step.push_back(*position_from(projected.data() + (offset + std::size_t(t)) * width, D));
+    for (std::int32_t t = 0; t < q.tokens; ++t)
+      step.push_back(*position_from(projected.data() + (offset + std::size_t(t)) * width, D));
     offset += std::size_t(q.tokens);
     for (Row& row : decode ? model::decode(state, r, step, gate) : prefill(state, r, step, gate)) {
       if (row.z.empty()) row.z.assign(D, Interval{0, 0});  // an empty chunk's placeholder
       out.rows.push_back(std::move(row));
     }
     for (std::size_t e = 0; e < S; ++e)  // the bytes each entry now holds
-      if (state.entries[e]) std::copy(state.entries[e]->stored.begin(), state.entries[e]->stored.end(), slot + e * width);
+      if (state.entries[e])
+        std::copy(state.entries[e]->stored.begin(), state.entries[e]->stored.end(),
+                  slot + e * width);
   }
   return out;
 }

@@ -81,7 +81,8 @@ struct Ring {
 // Prefill chunk [s, e), s = ring.length: rows j in [floor(s/r), floor(e/r)), inputs
 // before s read from the ring, the rest from the chunk; max(1, nc) rows (one
 // placeholder when nc = 0); then the ring keeps the chunk's last S positions.
-std::vector<Row> prefill(Ring& ring, std::int64_t ratio, std::span<const Position> chunk, Gate gate);
+std::vector<Row> prefill(Ring& ring, std::int64_t ratio, std::span<const Position> chunk,
+                         Gate gate);
 
 // Decode step: every new position p is written to entry p mod S first, then each
 // new position gets a row, completed when p mod r = r - 1 (its group read back from
@@ -110,12 +111,9 @@ struct BatchResult {
   std::vector<Row> rows;
   std::vector<float> ring;
 };
-Result<BatchResult, CompressError> compress_batch(std::span<const CompressRequest> requests,
-                                                  std::span<const float> projected,
-                                                  std::span<const float> ring,
-                                                  const CompressShape& shape, bool decode,
-                                                  std::size_t rows_len, std::size_t row_index_len,
-                                                  std::size_t positions_len,
-                                                  Gate gate = Gate::ScoreFp32);
+Result<BatchResult, CompressError> compress_batch(
+    std::span<const CompressRequest> requests, std::span<const float> projected,
+    std::span<const float> ring, const CompressShape& shape, bool decode, std::size_t rows_len,
+    std::size_t row_index_len, std::size_t positions_len, Gate gate = Gate::ScoreFp32);
 
 }  // namespace aether::model

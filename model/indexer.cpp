@@ -1,8 +1,8 @@
 #include "model/indexer.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -27,9 +27,10 @@ namespace {
 std::optional<Rational> e4m3_value(std::uint8_t byte) {
   const int sign = byte >> 7, e = (byte >> 3) & 15, m = byte & 7;
   if (e == 15 && m == 7) return std::nullopt;
-  const Rational magnitude = e == 0 ? Rational(m, 8) / 64
-                                    : Rational(8 + m, 8) * (e >= 7 ? Rational(Integer(1) << (e - 7))
-                                                                   : Rational(1, Integer(1) << (7 - e)));
+  const Rational magnitude =
+      e == 0 ? Rational(m, 8) / 64
+             : Rational(8 + m, 8) *
+                   (e >= 7 ? Rational(Integer(1) << (e - 7)) : Rational(1, Integer(1) << (7 - e)));
   return sign ? Rational(-magnitude) : magnitude;
 }
 }  // namespace
@@ -37,7 +38,8 @@ std::optional<Rational> e4m3_value(std::uint8_t byte) {
 Result<std::vector<Rational>, IndexerError> decode_keys(const IndexKeys& keys) {
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   if (row_bytes == 0 ? !keys.bytes.empty() : keys.bytes.size() % row_bytes != 0)
-    return ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0, keys.bytes.size()};
+    return ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0,
+                             keys.bytes.size()};
   const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
   std::vector<Rational> values;
   for (std::size_t j = 0; j < rows; ++j) {
@@ -45,20 +47,25 @@ Result<std::vector<Rational>, IndexerError> decode_keys(const IndexKeys& keys) {
     float scale = 1.0f;
     if (keys.format == KeyFormat::E4M3) {
       std::memcpy(&scale, row + keys.dim, 4);
-      if (!std::isfinite(scale) || scale < 0) return ie::NonFiniteInput{2, j * row_bytes + keys.dim};
+      if (!std::isfinite(scale) || scale < 0)
+        return ie::NonFiniteInput{2, j * row_bytes + keys.dim};
     }
     for (std::size_t d = 0; d < keys.dim; ++d) {
       float f = 0;
       std::optional<Rational> v;
       switch (keys.format) {
-        case KeyFormat::F32: std::memcpy(&f, row + 4 * d, 4); break;
+        case KeyFormat::F32:
+          std::memcpy(&f, row + 4 * d, 4);
+          break;
         case KeyFormat::BF16: {
           std::uint16_t half;
           std::memcpy(&half, row + 2 * d, 2);
           f = std::bit_cast<float>(std::uint32_t(half) << 16);
           break;
         }
-        case KeyFormat::E4M3: v = e4m3_value(std::uint8_t(row[d])); break;
+        case KeyFormat::E4M3:
+          v = e4m3_value(std::uint8_t(row[d]));
+          break;
       }
       if (keys.format != KeyFormat::E4M3) {
         if (!std::isfinite(f)) return ie::NonFiniteInput{2, j * keys.dim + d};
@@ -98,8 +105,7 @@ std::size_t key_rows(const IndexKeys& keys) {
 }
 
 std::optional<IndexerError> check_scorer_inputs(std::span<const float> queries,
-                                                std::span<const float> weights,
-                                                std::size_t dim) {
+                                                std::span<const float> weights, std::size_t dim) {
   if (queries.size() != weights.size() * dim)
     return ie::ShapeMismatch{weights.size() * dim, queries.size()};
   for (std::size_t i = 0; i < queries.size(); ++i)
@@ -130,7 +136,8 @@ Result<std::vector<Rational>, IndexerError> index_scores_batch(std::span<const f
                                                                std::size_t query_count,
                                                                const IndexKeys& keys) {
   const std::size_t heads = query_count ? weights.size() / query_count : 0;
-  if (heads * query_count != weights.size()) return ie::ShapeMismatch{heads * query_count, weights.size()};
+  if (heads * query_count != weights.size())
+    return ie::ShapeMismatch{heads * query_count, weights.size()};
   if (auto e = check_scorer_inputs(queries, weights, keys.dim)) return *e;
   const auto values = decode_keys(keys);
   if (!values) return values.error();
@@ -153,24 +160,25 @@ namespace {
 // γ_n Σ_h |w_h| Σ_d |q_hd k_jd| for every key j
 Result<std::vector<Rational>, IndexerError> magnitude_bounds(std::span<const float> queries,
                                                              std::span<const float> weights,
-                                                             const IndexKeys& keys,
-                                                             std::size_t n) {
+                                                             const IndexKeys& keys, std::size_t n) {
   if (auto e = check_scorer_inputs(queries, weights, keys.dim)) return *e;
   const auto values = decode_keys(keys);
   if (!values) return values.error();
   const Rational g = gamma(n);
   std::vector<Rational> bounds;
   for (std::size_t j = 0; j < key_rows(keys); ++j)
-    bounds.push_back(g * score_and_magnitude(queries, weights,
-                                             std::span(values.value()).subspan(j * keys.dim, keys.dim))
-                             .second);
+    bounds.push_back(g *
+                     score_and_magnitude(queries, weights,
+                                         std::span(values.value()).subspan(j * keys.dim, keys.dim))
+                         .second);
   return bounds;
 }
 }  // namespace
 
 // err_j = γ_{D+H+2} Σ_h |w_h| Σ_d |q_hd k_jd|
-Result<std::vector<Rational>, IndexerError> index_score_error_bounds(
-    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys) {
+Result<std::vector<Rational>, IndexerError> index_score_error_bounds(std::span<const float> queries,
+                                                                     std::span<const float> weights,
+                                                                     const IndexKeys& keys) {
   return magnitude_bounds(queries, weights, keys, keys.dim + weights.size() + 2);
 }
 
@@ -211,9 +219,8 @@ Result<std::vector<std::int32_t>, IndexerError> valid_prefix_topk(
     const auto row = scores.subspan(r * width, std::size_t(ends[r]));
     std::vector<std::size_t> order(row.size());
     std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return ranks_before(row[a], a, row[b], b);
-    });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return ranks_before(row[a], a, row[b], b); });
     order.resize(std::min(k, order.size()));
     std::sort(order.begin(), order.end());
     for (std::size_t i = 0; i < order.size(); ++i) out[r * k + i] = std::int32_t(order[i]);
@@ -238,8 +245,9 @@ Result<std::vector<float>, IndexerError> candidate_block_scores(std::span<const 
     if (!std::isfinite(row[j])) return ie::NonFiniteScore{0, j};
   std::vector<float> blocks;
   for (std::size_t b = 0; b * block_size < end; ++b)
-    blocks.push_back(*std::max_element(row.begin() + std::ptrdiff_t(b * block_size),
-                                       row.begin() + std::ptrdiff_t(std::min((b + 1) * block_size, end))));
+    blocks.push_back(
+        *std::max_element(row.begin() + std::ptrdiff_t(b * block_size),
+                          row.begin() + std::ptrdiff_t(std::min((b + 1) * block_size, end))));
   return blocks;
 }
 
@@ -259,9 +267,8 @@ Result<std::vector<std::int32_t>, IndexerError> candidate_topk(
   }
   for (std::size_t j : candidates)
     if (!std::isfinite(row[j])) return ie::NonFiniteScore{0, j};
-  std::sort(candidates.begin(), candidates.end(), [&](std::size_t a, std::size_t b) {
-    return ranks_before(row[a], a, row[b], b);
-  });
+  std::sort(candidates.begin(), candidates.end(),
+            [&](std::size_t a, std::size_t b) { return ranks_before(row[a], a, row[b], b); });
   candidates.resize(std::min(k, candidates.size()));
   std::sort(candidates.begin(), candidates.end());
   std::vector<std::int32_t> out(k, -1);
@@ -293,9 +300,9 @@ Result<std::size_t, IndexerError> prefill_chunk_rows(std::size_t row_width,
                                                      std::size_t budget_bytes,
                                                      std::size_t bytes_per_logit) {
   const std::size_t row_bytes = row_width * bytes_per_logit;
-  const std::size_t rows =
-      row_bytes == 0 ? MAX_PREFILL_CHUNK_ROWS
-                     : std::min(MAX_PREFILL_CHUNK_ROWS, budget_bytes / row_bytes / 8 * 8);
+  const std::size_t rows = row_bytes == 0
+                               ? MAX_PREFILL_CHUNK_ROWS
+                               : std::min(MAX_PREFILL_CHUNK_ROWS, budget_bytes / row_bytes / 8 * 8);
   if (rows == 0) return ie::BudgetTooSmall{budget_bytes, row_bytes};
   return rows;
 }

@@ -47,8 +47,9 @@ Rational gamma(std::size_t n);
 // product in fp32 (any order, FMA or not), applies ReLU, and accumulates the
 // weighted heads in fp32, with one more rounding for an E4M3 row scale:
 //   err_j = γ_{D + H + 2} Σ_h |w_h| Σ_d |q_hd k_jd|.
-Result<std::vector<Rational>, IndexerError> index_score_error_bounds(
-    std::span<const float> queries, std::span<const float> weights, const IndexKeys& keys);
+Result<std::vector<Rational>, IndexerError> index_score_error_bounds(std::span<const float> queries,
+                                                                     std::span<const float> weights,
+                                                                     const IndexKeys& keys);
 
 // The same for a backend whose dot products run on bf16 tensor cores (products
 // exact, each 16-deep step a fused addition of 17 terms aligned to the largest and

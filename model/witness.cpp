@@ -57,8 +57,8 @@ std::vector<bool> occupied_segments(std::span<const std::int32_t> row, std::int3
 }
 
 // W(K) = { e_s : s < S_eff, s ∉ O(K) }
-std::vector<std::int32_t> row_witnesses(std::span<const std::int32_t> row,
-                                        std::int32_t context_len, std::size_t num_segments) {
+std::vector<std::int32_t> row_witnesses(std::span<const std::int32_t> row, std::int32_t context_len,
+                                        std::size_t num_segments) {
   std::vector<std::int32_t> witnesses(num_segments, -1);
   if (context_len <= 0) return witnesses;
   const std::vector<bool> occupied = occupied_segments(row, context_len, num_segments);
@@ -84,8 +84,8 @@ Result<std::vector<std::int32_t>, WitnessError> topology_witness_indices(
 // B = min(max_replacements, topk - keep); witness j (ascending segment order) -> slot keep + j
 Result<std::vector<std::int32_t>, WitnessError> apply_topology_witnesses(
     std::span<const std::int32_t> learned, std::size_t topk,
-    std::span<const std::int32_t> context_lens, std::size_t learned_keep,
-    std::size_t num_segments, std::size_t max_replacements) {
+    std::span<const std::int32_t> context_lens, std::size_t learned_keep, std::size_t num_segments,
+    std::size_t max_replacements) {
   if (auto e = check_rows(learned, topk, context_lens)) return *e;
   if (auto e = check_segments(num_segments)) return *e;
   if (learned_keep > topk) return we::LearnedKeepOutOfRange{learned_keep, topk};
@@ -93,8 +93,8 @@ Result<std::vector<std::int32_t>, WitnessError> apply_topology_witnesses(
   const std::size_t budget = std::min(max_replacements, topk - learned_keep);
   for (std::size_t r = 0; r < context_lens.size(); ++r) {
     std::size_t j = 0;
-    for (std::int32_t w : row_witnesses(learned.subspan(r * topk, topk), context_lens[r],
-                                        num_segments))
+    for (std::int32_t w :
+         row_witnesses(learned.subspan(r * topk, topk), context_lens[r], num_segments))
       if (w != -1 && j < budget) out[r * topk + learned_keep + j++] = w;
   }
   return out;
@@ -106,8 +106,8 @@ Status<WitnessError> scatter_topology_witnesses(std::span<std::int32_t> topk_ind
                                                 std::size_t num_segments) {
   if (num_segments == 0) return Ok{};
   const std::size_t keep = topk - std::min(num_segments, topk);
-  auto merged = apply_topology_witnesses(topk_indices, topk, context_lens, keep, num_segments,
-                                         num_segments);
+  auto merged =
+      apply_topology_witnesses(topk_indices, topk, context_lens, keep, num_segments, num_segments);
   if (!merged) return merged.error();
   std::copy(merged.value().begin(), merged.value().end(), topk_indices.begin());
   return Ok{};
@@ -131,8 +131,8 @@ std::vector<std::int32_t> locality_null(std::size_t context_len, std::size_t bud
 }
 
 // coverage(C) = |{σ(x) : x ∈ C ∩ [0, L)}| / S_eff
-Rational segment_coverage_exact(std::span<const std::int32_t> candidates,
-                                std::size_t context_len, std::size_t num_segments) {
+Rational segment_coverage_exact(std::span<const std::int32_t> candidates, std::size_t context_len,
+                                std::size_t num_segments) {
   const std::size_t s_eff = effective_segments(context_len, num_segments);
   if (s_eff == 0) return Rational(1);
   std::set<std::size_t> covered;

@@ -31,8 +31,8 @@ std::vector<bool> occupied_segments(std::span<const std::int32_t> row, std::int3
 
 // W(K) = { e_s : s < S_eff, s ∉ O(K) }, as S slots (slot s holds e_s or -1).
 // A row with L <= 0 gets no witnesses.
-std::vector<std::int32_t> row_witnesses(std::span<const std::int32_t> row,
-                                        std::int32_t context_len, std::size_t num_segments);
+std::vector<std::int32_t> row_witnesses(std::span<const std::int32_t> row, std::int32_t context_len,
+                                        std::size_t num_segments);
 
 // Row-major [rows, S] witness table; rows = context_lens.size().
 Result<std::vector<std::int32_t>, WitnessError> topology_witness_indices(
@@ -43,8 +43,8 @@ Result<std::vector<std::int32_t>, WitnessError> topology_witness_indices(
 // slots keep, keep+1, ... up to B = min(max_replacements, topk - keep).
 Result<std::vector<std::int32_t>, WitnessError> apply_topology_witnesses(
     std::span<const std::int32_t> learned, std::size_t topk,
-    std::span<const std::int32_t> context_lens, std::size_t learned_keep,
-    std::size_t num_segments, std::size_t max_replacements);
+    std::span<const std::int32_t> context_lens, std::size_t learned_keep, std::size_t num_segments,
+    std::size_t max_replacements);
 
 // Serving entry, in place: keep = topk - S (saturating), max_replacements = S;
 // S = 0 is the off switch. A refusal leaves the buffer untouched.
@@ -62,8 +62,8 @@ std::vector<std::int32_t> random_null(std::size_t context_len, std::size_t budge
 std::vector<std::int32_t> locality_null(std::size_t context_len, std::size_t budget);
 
 // coverage(C) = |{σ(x) : x ∈ C ∩ [0, L)}| / S_eff; 1 when S_eff = 0.
-Rational segment_coverage_exact(std::span<const std::int32_t> candidates,
-                                std::size_t context_len, std::size_t num_segments);
+Rational segment_coverage_exact(std::span<const std::int32_t> candidates, std::size_t context_len,
+                                std::size_t num_segments);
 double segment_coverage(std::span<const std::int32_t> candidates, std::size_t context_len,
                         std::size_t num_segments);
 

@@ -59,24 +59,29 @@ std::vector<std::vector<std::size_t>> every_partition(std::size_t n) {
   return all;
 }
 
-AETHER_PROP(CompressModel, every_chunk_partition_gives_the_same_rows_and_pending_suffix, "model", ()) {
+AETHER_PROP(CompressModel, every_chunk_partition_gives_the_same_rows_and_pending_suffix, "model",
+            ()) {
   const std::int64_t r = *gen::inRange<std::int64_t>(1, 5);
   const std::size_t S = std::size_t(r + *gen::inRange<std::int64_t>(0, 4));
   const std::size_t n = *gen::inRange<std::size_t>(0, 12), dim = *gen::inRange<std::size_t>(1, 3);
   const auto in = weighted_positions(n, dim);
   const auto whole = model::whole_sequence_rows(in, r, Gate::Weight);
-  const auto partitions = n <= 7 ? every_partition(n) : std::vector<std::vector<std::size_t>>{*props::gen_partition(n)};
+  const auto partitions =
+      n <= 7 ? every_partition(n) : std::vector<std::vector<std::size_t>>{*props::gen_partition(n)};
   for (const auto& chunks : partitions) {
     model::Ring ring(S);
     std::vector<std::vector<Interval>> rows;
     std::size_t first = 0;
     for (std::size_t len : chunks) {
-      for (auto& row : valid(model::prefill(ring, r, std::span(in).subspan(first, len), Gate::Weight))) rows.push_back(row);
+      for (auto& row :
+           valid(model::prefill(ring, r, std::span(in).subspan(first, len), Gate::Weight)))
+        rows.push_back(row);
       first += len;
     }
     RC_ASSERT(rows == whole);
     const std::size_t pending_from = n / std::size_t(r) * std::size_t(r);
-    RC_ASSERT(model::pending(ring, r) == std::vector<Position>(in.begin() + std::ptrdiff_t(pending_from), in.end()));
+    RC_ASSERT(model::pending(ring, r) ==
+              std::vector<Position>(in.begin() + std::ptrdiff_t(pending_from), in.end()));
   }
 }
 
@@ -99,7 +104,8 @@ Schedule gen_schedule(std::size_t n, std::int64_t qmax) {
 }
 
 AETHER_PROP(CompressModel, any_verify_schedule_gives_the_accepted_sequences_rows, "model", ()) {
-  const std::int64_t r = *gen::inRange<std::int64_t>(1, 5), qmax = *gen::inRange<std::int64_t>(1, 7);
+  const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
+                     qmax = *gen::inRange<std::int64_t>(1, 7);
   const std::size_t S = std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3));
   const std::size_t n = *gen::inRange<std::size_t>(0, 16), dim = 1;
   const auto in = weighted_positions(n, dim);
@@ -107,29 +113,35 @@ AETHER_PROP(CompressModel, any_verify_schedule_gives_the_accepted_sequences_rows
   model::Ring ring(S);
   auto rows = valid(model::prefill(ring, r, std::span(in).first(schedule.prefix), Gate::Weight));
   for (auto [q, accepted] : schedule.steps) {
-    std::vector<Position> draft(in.begin() + ring.length, in.begin() + ring.length + std::ptrdiff_t(accepted));
+    std::vector<Position> draft(in.begin() + ring.length,
+                                in.begin() + ring.length + std::ptrdiff_t(accepted));
     for (auto& garbage : weighted_positions(q - accepted, dim)) draft.push_back(garbage);
-    for (auto& row : valid(model::verify(ring, r, draft, accepted, Gate::Weight))) rows.push_back(row);
+    for (auto& row : valid(model::verify(ring, r, draft, accepted, Gate::Weight)))
+      rows.push_back(row);
   }
-  const auto whole = model::whole_sequence_rows(std::span(in).first(std::size_t(ring.length)), r, Gate::Weight);
+  const auto whole =
+      model::whole_sequence_rows(std::span(in).first(std::size_t(ring.length)), r, Gate::Weight);
   RC_ASSERT(rows == whole);
 }
 
 // S = r + qmax - 2: some schedule corrupts a completed row (found by search), and
 // every backend refuses that ring for a step of qmax positions.
 AETHER_PROP(CompressModel, one_entry_less_than_r_plus_qmax_minus_1_corrupts_a_row, "model", ()) {
-  const std::int64_t r = *gen::inRange<std::int64_t>(1, 6), qmax = *gen::inRange<std::int64_t>(1, 7);
+  const std::int64_t r = *gen::inRange<std::int64_t>(1, 6),
+                     qmax = *gen::inRange<std::int64_t>(1, 7);
   RC_PRE(r + qmax - 2 >= 1);
   const std::size_t S = std::size_t(r + qmax - 2);
   const std::size_t n = std::size_t(3 * r + qmax);
   std::vector<Position> in;  // distinct values, equal weights: any substitution shows
-  for (std::size_t p = 0; p < n; ++p) in.push_back(Position{{1}, {Rational(model::Integer(p + 1))}, {}});
+  for (std::size_t p = 0; p < n; ++p)
+    in.push_back(Position{{1}, {Rational(model::Integer(p + 1))}, {}});
   const auto whole = model::whole_sequence_rows(in, r, Gate::Weight);
   bool corrupted = false;
   for (std::size_t prefix = 0; prefix < std::size_t(2 * r) && !corrupted; ++prefix) {
     model::Ring ring(S);
     auto rows = model::prefill(ring, r, std::span(in).first(prefix), Gate::Weight);
-    for (const auto& row : model::decode(ring, r, std::span(in).subspan(prefix, std::size_t(qmax)), Gate::Weight))
+    for (const auto& row :
+         model::decode(ring, r, std::span(in).subspan(prefix, std::size_t(qmax)), Gate::Weight))
       if (row.row >= 0 && row.z != whole[std::size_t(row.row)]) corrupted = true;
   }
   RC_ASSERT(corrupted);
@@ -141,7 +153,8 @@ AETHER_PROP(CompressModel, one_entry_less_than_r_plus_qmax_minus_1_corrupts_a_ro
   std::vector<std::uint16_t> rows(qn);
   std::vector<std::int32_t> index(qn), positions(qn);
   for (const auto& backend : props::impl_compress_backends()) {
-    const auto st = backend.decode(std::span(&q, 1), projected, ring, shape, rows, index, positions);
+    const auto st =
+        backend.decode(std::span(&q, 1), projected, ring, shape, rows, index, positions);
     RC_ASSERT(!st.ok());
     const CompressError too_small = compress_error::RingTooSmall{S, r + qmax - 1};
     RC_ASSERT(st.error() == too_small);
@@ -163,23 +176,31 @@ void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
   std::vector<float> ring = c.ring;
   std::vector<std::uint16_t> rows(c.rows * D, 0x5a5a);
   std::vector<std::int32_t> index(c.rows, 0x5a5a5a5a), positions(c.rows, 0x5a5a5a5a);
-  const auto got = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring, c.shape, rows, index,
-                                                                 positions);
-  const auto want = model::compress_batch(c.requests, c.projected, c.ring, c.shape, c.decode, rows.size(),
-                                          index.size(), positions.size(), grid ? Gate::Score : Gate::ScoreFp32);
+  const auto got = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
+                                                                 c.shape, rows, index, positions);
+  const auto want =
+      model::compress_batch(c.requests, c.projected, c.ring, c.shape, c.decode, rows.size(),
+                            index.size(), positions.size(), grid ? Gate::Score : Gate::ScoreFp32);
   if (!want) {
     RC_TAG("refused");
     RC_ASSERT(!got.ok());
     if (!(got.error() == want.error()))
-      RC_FAIL((std::ostringstream() << backend.name << " refused with " << got.error() << ", model with " << want.error()).str());
+      RC_FAIL((std::ostringstream() << backend.name << " refused with " << got.error()
+                                    << ", model with " << want.error())
+                  .str());
     RC_ASSERT(std::memcmp(ring.data(), c.ring.data(), ring.size() * 4) == 0);
     RC_ASSERT(rows == std::vector<std::uint16_t>(c.rows * D, 0x5a5a));
     RC_ASSERT(index == std::vector<std::int32_t>(c.rows, 0x5a5a5a5a));
     RC_ASSERT(positions == std::vector<std::int32_t>(c.rows, 0x5a5a5a5a));
     return;
   }
-  if (!got) RC_FAIL((std::ostringstream() << backend.name << " refused a call the model accepts: " << got.error()).str());
-  RC_TAG(std::count_if(index.begin(), index.end(), [](std::int32_t j) { return j >= 0; }) > 0 ? "rows completed" : "no row completed");
+  if (!got)
+    RC_FAIL((std::ostringstream() << backend.name
+                                  << " refused a call the model accepts: " << got.error())
+                .str());
+  RC_TAG(std::count_if(index.begin(), index.end(), [](std::int32_t j) { return j >= 0; }) > 0
+             ? "rows completed"
+             : "no row completed");
   RC_ASSERT(std::memcmp(ring.data(), want.value().ring.data(), ring.size() * 4) == 0);
   for (std::size_t i = 0; i < c.rows; ++i) {
     const model::Row& row = want.value().rows[i];
@@ -187,11 +208,13 @@ void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
     RC_ASSERT(positions[i] == row.position);
     for (std::size_t d = 0; d < D; ++d) {
       const std::uint16_t y = rows[i * D + d];
-      const bool ok = grid ? model::exact(std::bit_cast<float>(std::uint32_t(y) << 16)) == row.z[d].lo
-                           : bf16_within(y, row.z[d]);
+      const bool ok =
+          grid ? model::exact(std::bit_cast<float>(std::uint32_t(y) << 16)) == row.z[d].lo
+               : bf16_within(y, row.z[d]);
       if (!ok)
-        RC_FAIL("row " + std::to_string(i) + " channel " + std::to_string(d) + ": bf16 " + std::to_string(y) +
-                " outside [" + row.z[d].lo.str() + ", " + row.z[d].hi.str() + "]");
+        RC_FAIL("row " + std::to_string(i) + " channel " + std::to_string(d) + ": bf16 " +
+                std::to_string(y) + " outside [" + row.z[d].lo.str() + ", " + row.z[d].hi.str() +
+                "]");
     }
   }
 }
@@ -216,7 +239,8 @@ AETHER_PROP(CompressCpu, c1_rows_are_the_latents_rounded_to_bf16, "L1", ()) {
   for (const auto& [j, row] : run.value().rows)
     for (std::size_t d = 0; d < dim; ++d) {
       const float v = seq.projected[std::size_t(j) * 2 * dim + dim + d];
-      const std::uint32_t down = std::bit_cast<std::uint32_t>(v) & 0xffff0000u, up = down + 0x10000u;
+      const std::uint32_t down = std::bit_cast<std::uint32_t>(v) & 0xffff0000u,
+                          up = down + 0x10000u;
       const double lo = std::bit_cast<float>(down), hi = std::bit_cast<float>(up);
       const double dl = std::abs(double(v) - lo), dh = std::abs(hi - double(v));
       const std::uint32_t nearest = dl < dh ? down : dh < dl ? up : ((down >> 16) & 1 ? up : down);
@@ -231,7 +255,8 @@ void partitions_agree(const props::CompressBackend& backend) {
   const props::Sequence seq = *props::gen_float_sequence(n, dim);
   const std::vector<std::size_t> whole{n};
   const auto chunks = *props::gen_partition(n);
-  const auto a = props::run_chunks(backend, shape, seq, whole), b = props::run_chunks(backend, shape, seq, chunks);
+  const auto a = props::run_chunks(backend, shape, seq, whole),
+             b = props::run_chunks(backend, shape, seq, chunks);
   RC_ASSERT(a.ok() && b.ok());
   RC_ASSERT(a.value().rows == b.value().rows);
   const std::int64_t pending_from = std::int64_t(n) / r * r;
@@ -240,9 +265,12 @@ void partitions_agree(const props::CompressBackend& backend) {
 }
 
 void rollbacks_agree(const props::CompressBackend& backend) {
-  const std::int64_t r = *gen::inRange<std::int64_t>(1, 5), qmax = *gen::inRange<std::int64_t>(1, 7);
-  const std::size_t dim = *gen::element<std::size_t>(1, 2, 3, 4, 8), n = *gen::inRange<std::size_t>(0, 24);
-  const CompressShape shape{r, dim, std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3)), 1};
+  const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
+                     qmax = *gen::inRange<std::int64_t>(1, 7);
+  const std::size_t dim = *gen::element<std::size_t>(1, 2, 3, 4, 8),
+                    n = *gen::inRange<std::size_t>(0, 24);
+  const CompressShape shape{r, dim, std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3)),
+                            1};
   const props::Sequence seq = *props::gen_float_sequence(n, dim);
   const Schedule schedule = gen_schedule(n, qmax);
   std::vector<props::VerifyStep> steps;
@@ -266,7 +294,8 @@ AETHER_PROP(CompressCpu, every_chunk_partition_gives_the_same_bits, "L3", ()) {
   partitions_agree(props::cpu_compress_backend());
 }
 
-AETHER_PROP(CompressCpu, any_verify_schedule_gives_the_same_bits_as_the_accepted_sequence, "L3", ()) {
+AETHER_PROP(CompressCpu, any_verify_schedule_gives_the_same_bits_as_the_accepted_sequence, "L3",
+            ()) {
   rollbacks_agree(props::cpu_compress_backend());
 }
 
@@ -280,7 +309,8 @@ auto cpu_run(const props::BatchCall& c, std::size_t threads, bool simd) {
   std::vector<std::uint16_t> rows(c.rows * c.shape.dim);
   std::vector<std::int32_t> index(c.rows), positions(c.rows);
   const auto backend = props::cpu_compress_backend();
-  const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring, c.shape, rows, index, positions);
+  const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
+                                                                c.shape, rows, index, positions);
   cpu::thread_limit() = 0;
   cpu::parallel_threshold() = std::size_t(1) << 17;
   cpu::simd_allowed() = true;
@@ -289,7 +319,8 @@ auto cpu_run(const props::BatchCall& c, std::size_t threads, bool simd) {
 
 void same_results(const auto& a, const auto& b) {
   RC_ASSERT(std::get<0>(a) == std::get<0>(b));
-  RC_ASSERT(std::memcmp(std::get<1>(a).data(), std::get<1>(b).data(), std::get<1>(a).size() * 4) == 0);
+  RC_ASSERT(std::memcmp(std::get<1>(a).data(), std::get<1>(b).data(), std::get<1>(a).size() * 4) ==
+            0);
   RC_ASSERT(std::get<2>(a) == std::get<2>(b));
   RC_ASSERT(std::get<3>(a) == std::get<3>(b));
   RC_ASSERT(std::get<4>(a) == std::get<4>(b));
@@ -314,12 +345,14 @@ void equals_the_cpu_bit_for_bit(const props::CompressBackend& gpu) {
     std::vector<float> ring = c.ring;
     std::vector<std::uint16_t> rows(c.rows * c.shape.dim, 0x5a5a);
     std::vector<std::int32_t> index(c.rows, 7), positions(c.rows, 7);
-    const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring, c.shape, rows, index, positions);
+    const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
+                                                                  c.shape, rows, index, positions);
     return std::tuple(st, ring, rows, index, positions);
   };
   const auto cpu = run(props::cpu_compress_backend()), cuda = run(gpu);
   RC_ASSERT(std::get<0>(cpu) == std::get<0>(cuda));
-  RC_ASSERT(std::memcmp(std::get<1>(cpu).data(), std::get<1>(cuda).data(), std::get<1>(cpu).size() * 4) == 0);
+  RC_ASSERT(std::memcmp(std::get<1>(cpu).data(), std::get<1>(cuda).data(),
+                        std::get<1>(cpu).size() * 4) == 0);
   RC_ASSERT(std::get<2>(cpu) == std::get<2>(cuda));
   RC_ASSERT(std::get<3>(cpu) == std::get<3>(cuda));
   RC_ASSERT(std::get<4>(cpu) == std::get<4>(cuda));
@@ -337,7 +370,8 @@ AETHER_GPU_PROP(CompressCuda, every_chunk_partition_gives_the_same_bits, "L3", (
   partitions_agree(props::cuda_compress_backend());
 }
 
-AETHER_GPU_PROP(CompressCuda, any_verify_schedule_gives_the_same_bits_as_the_accepted_sequence, "L3", ()) {
+AETHER_GPU_PROP(CompressCuda, any_verify_schedule_gives_the_same_bits_as_the_accepted_sequence,
+                "L3", ()) {
   rollbacks_agree(props::cuda_compress_backend());
 }
 #endif

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <optional>
-#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -54,9 +54,9 @@ AETHER_PROP(IndexerModel, the_selection_is_the_best_k_in_the_total_order, "model
     std::optional<std::size_t> worst_chosen, best_unchosen;
     for (std::size_t j = 0; j < end; ++j) {
       auto& slot = chosen.contains(I(j)) ? worst_chosen : best_unchosen;
-      const bool replace = !slot || (chosen.contains(I(j))
-                                         ? model::ranks_before(row[*slot], *slot, row[j], j)
-                                         : model::ranks_before(row[j], j, row[*slot], *slot));
+      const bool replace =
+          !slot || (chosen.contains(I(j)) ? model::ranks_before(row[*slot], *slot, row[j], j)
+                                          : model::ranks_before(row[j], j, row[*slot], *slot));
       if (replace) slot = j;
     }
     if (worst_chosen && best_unchosen)
@@ -103,7 +103,8 @@ AETHER_GPU_PROP(IndexerCuda, topk_agrees_with_the_model, "L0", ()) {
 // form refuses before queuing anything).
 AETHER_GPU_PROP(IndexerCuda, queued_topk_agrees_with_the_model, "L0", ()) {
   topk_agrees_with_the_model(
-      [](auto&&... args) { return props::cuda_queued_valid_prefix_topk(args...); }, "cuda queued topk");
+      [](auto&&... args) { return props::cuda_queued_valid_prefix_topk(args...); },
+      "cuda queued topk");
 }
 #endif
 
@@ -137,9 +138,11 @@ AETHER_PROP(IndexerCpu, candidate_blocks_agree_with_the_model, "L0", ()) {
   {
     const V before(c.k, 0x5a5a5a5a);
     V out = before;
-    const auto got = backend.candidate_topk(c.row, c.end, c.retained_blocks, c.block_size, c.k, out);
+    const auto got =
+        backend.candidate_topk(c.row, c.end, c.retained_blocks, c.block_size, c.k, out);
     const auto want = model::candidate_topk(c.row, c.end, c.retained_blocks, c.block_size, c.k);
-    if (auto d = status_report<I>(want, got, before, out, "cpu candidate_topk"); !d.empty()) RC_FAIL(d);
+    if (auto d = status_report<I>(want, got, before, out, "cpu candidate_topk"); !d.empty())
+      RC_FAIL(d);
   }
   {
     const std::size_t blocks = c.block_size ? (c.end + c.block_size - 1) / c.block_size : 0;
@@ -147,13 +150,15 @@ AETHER_PROP(IndexerCpu, candidate_blocks_agree_with_the_model, "L0", ()) {
     std::vector<float> out = before;
     const auto got = backend.block_scores(c.row, c.end, c.block_size, out);
     const auto want = model::candidate_block_scores(c.row, c.end, c.block_size);
-    if (auto d = status_report<float>(want, got, before, out, "cpu block scores"); !d.empty()) RC_FAIL(d);
+    if (auto d = status_report<float>(want, got, before, out, "cpu block scores"); !d.empty())
+      RC_FAIL(d);
   }
   {
     const auto compact = *gen::container<V>(
         *gen::inRange<std::size_t>(0, 20),
-        gen::weightedOneOf<I>({{6, gen::inRange<I>(0, I(c.retained_blocks.size() * c.block_size) + 1)},
-                               {1, gen::element<I>(-1, -2)}}));
+        gen::weightedOneOf<I>(
+            {{6, gen::inRange<I>(0, I(c.retained_blocks.size() * c.block_size) + 1)},
+             {1, gen::element<I>(-1, -2)}}));
     const V before(compact.size(), 0x5a5a5a5a);
     V out = before;
     const auto got = backend.restore(compact, c.retained_blocks, c.block_size, out);
@@ -255,15 +260,19 @@ SpoiledCall spoil_one_input(props::ScoreCall c) {
       if (rows > 0 && dim > 0) {
         std::byte* row = c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes;
         const std::size_t d = *gen::inRange<std::size_t>(0, dim);
-        if (c.format == KeyFormat::F32) std::memcpy(row + 4 * d, &bad, 4);
-        else if (c.format == KeyFormat::BF16) row[2 * d + 1] = std::byte(0x7f), row[2 * d] = std::byte(0x80 | *gen::inRange(0, 128));
-        else row[d] = std::byte(*gen::element<int>(0x7f, 0xff));
+        if (c.format == KeyFormat::F32)
+          std::memcpy(row + 4 * d, &bad, 4);
+        else if (c.format == KeyFormat::BF16)
+          row[2 * d + 1] = std::byte(0x7f), row[2 * d] = std::byte(0x80 | *gen::inRange(0, 128));
+        else
+          row[d] = std::byte(*gen::element<int>(0x7f, 0xff));
       }
       break;
     case 3:
       if (rows > 0 && c.format == KeyFormat::E4M3) {
         const float scale = *gen::element(-1.0f, NAN, INFINITY);
-        std::memcpy(c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim, &scale, 4);
+        std::memcpy(c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim,
+                    &scale, 4);
       }
       break;
     case 4:
@@ -294,7 +303,9 @@ void refused_like_the_model(const Status<IndexerError>& got,
   }
 }
 
-std::size_t with_delta(std::size_t size, int delta) { return delta < 0 && size == 0 ? 1 : std::size_t(std::int64_t(size) + delta); }
+std::size_t with_delta(std::size_t size, int delta) {
+  return delta < 0 && size == 0 ? 1 : std::size_t(std::int64_t(size) + delta);
+}
 
 #ifdef AETHER_HAVE_CUDA
 // The device takes bf16 queries and bf16/E4M3 keys: a generated call's queries are
@@ -342,7 +353,8 @@ props::ScoreCall with_device_keys(props::ScoreCall c) {
   if (c.format != KeyFormat::F32) return c;
   std::vector<std::byte> halves;
   for (std::size_t i = 0; i + 4 <= c.key_bytes.size(); i += 4)
-    halves.insert(halves.end(), c.key_bytes.begin() + std::ptrdiff_t(i) + 2, c.key_bytes.begin() + std::ptrdiff_t(i) + 4);
+    halves.insert(halves.end(), c.key_bytes.begin() + std::ptrdiff_t(i) + 2,
+                  c.key_bytes.begin() + std::ptrdiff_t(i) + 4);
   c.format = KeyFormat::BF16;
   c.key_bytes = halves;
   return c;
@@ -351,12 +363,15 @@ props::ScoreCall with_device_keys(props::ScoreCall c) {
 std::vector<float> cuda_scores(const DeviceScoreCall& d) {
   std::vector<float> out(d.count * d.keys.rows(), NAN);
   const auto st = props::cuda_index_scores(d.queries, d.weights, d.count, d.keys.keys(), out);
-  if (!st) RC_FAIL("cuda refused a well-formed scorer call: " + (std::ostringstream() << st.error()).str());
+  if (!st)
+    RC_FAIL("cuda refused a well-formed scorer call: " +
+            (std::ostringstream() << st.error()).str());
   return out;
 }
 
 rc::Gen<DeviceScoreCall> gen_device_call(rc::Gen<props::ScoreCall> calls) {
-  return gen::apply([](const props::ScoreCall& c, std::size_t count) { return device_call(with_device_keys(c), count); },
+  return gen::apply([](const props::ScoreCall& c,
+                       std::size_t count) { return device_call(with_device_keys(c), count); },
                     std::move(calls), gen::inRange<std::size_t>(1, 4));
 }
 
@@ -378,20 +393,22 @@ AETHER_GPU_PROP(IndexerCuda, scores_lie_within_the_tensor_core_bound, "L2", ()) 
   const auto got = cuda_scores(d);
   const std::size_t rows = d.keys.rows();
   for (std::size_t t = 0; t < d.count; ++t) {
-    const auto bound = model::tensor_core_score_error_bounds(d.query(t), d.weight(t), d.keys.keys()).value();
+    const auto bound =
+        model::tensor_core_score_error_bounds(d.query(t), d.weight(t), d.keys.keys()).value();
     for (std::size_t j = 0; j < rows; ++j) {
       const std::size_t i = t * rows + j;
       RC_ASSERT(std::isfinite(got[i]));
       const model::Rational error = abs(model::exact(got[i]) - exact.value()[i]);
       if (error > bound[j])
-        RC_FAIL("query " + std::to_string(t) + " key " + std::to_string(j) + ": |cuda - exact| = " +
-                error.str() + " > bound " + bound[j].str());
+        RC_FAIL("query " + std::to_string(t) + " key " + std::to_string(j) +
+                ": |cuda - exact| = " + error.str() + " > bound " + bound[j].str());
     }
   }
 }
 
 AETHER_GPU_PROP(IndexerCuda, scores_are_identical_on_every_run, "L3", ()) {
-  const DeviceScoreCall d = *gen_device_call(gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call()));
+  const DeviceScoreCall d =
+      *gen_device_call(gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call()));
   const auto first = cuda_scores(d), second = cuda_scores(d);
   for (std::size_t i = 0; i < first.size(); ++i)
     RC_ASSERT(std::bit_cast<std::uint32_t>(first[i]) == std::bit_cast<std::uint32_t>(second[i]));
@@ -405,8 +422,9 @@ AETHER_GPU_PROP(IndexerCuda, scorer_refusals_agree_with_the_model, "L0", ()) {
   const std::vector<float> before(with_delta(d.count * d.keys.rows(), spoiled.out_delta), 1234.5f);
   std::vector<float> out = before;
   const auto got = props::cuda_index_scores(d.queries, d.weights, d.count, d.keys.keys(), out);
-  refused_like_the_model(got, model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys()), out,
-                         before);
+  refused_like_the_model(
+      got, model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys()), out,
+      before);
 }
 #endif
 
@@ -422,7 +440,8 @@ AETHER_PROP(IndexerCpu, scorer_refusals_agree_with_the_model, "L0", ()) {
 }
 
 AETHER_PROP(IndexerCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
-  const props::ScoreCall c = *gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call());
+  const props::ScoreCall c =
+      *gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call());
   const auto simd = cpu_scores(c);
   struct Portable {
     Portable() { cpu::simd_allowed() = false; }

@@ -41,8 +41,9 @@ AETHER_PROP(PagingModel, a_masked_lane_is_that_lane_converted_alone_or_minus_one
                                                 c.blocks_per_request, c.block_tokens, c.ratio);
   const auto whole = model::paged_slots(c.rows, c.k, c.valid_counts, c.block_tables,
                                         c.blocks_per_request, c.block_tokens, c.ratio);
-  const bool data_refusal = !whole.ok() && (std::holds_alternative<paging_error::RowOutsideTable>(whole.error()) ||
-                                            std::holds_alternative<paging_error::BadBlock>(whole.error()));
+  const bool data_refusal =
+      !whole.ok() && (std::holds_alternative<paging_error::RowOutsideTable>(whole.error()) ||
+                      std::holds_alternative<paging_error::BadBlock>(whole.error()));
   if (!whole.ok() && !data_refusal) {
     RC_ASSERT(!masked.ok());
     RC_ASSERT(masked.error() == whole.error());
@@ -52,10 +53,11 @@ AETHER_PROP(PagingModel, a_masked_lane_is_that_lane_converted_alone_or_minus_one
   if (whole.ok()) RC_ASSERT(masked.value() == whole.value());
   for (std::size_t n = 0; n < c.valid_counts.size(); ++n)
     for (std::size_t i = 0; i < c.k; ++i) {
-      const std::span<const I> table(c.block_tables.data() + n * c.blocks_per_request, c.blocks_per_request);
+      const std::span<const I> table(c.block_tables.data() + n * c.blocks_per_request,
+                                     c.blocks_per_request);
       const I count = I(i) < c.valid_counts[n] ? 1 : 0;
-      const auto alone = model::paged_slots(V{c.rows[n * c.k + i]}, 1, V{count}, table, c.blocks_per_request,
-                                            c.block_tokens, c.ratio);
+      const auto alone = model::paged_slots(V{c.rows[n * c.k + i]}, 1, V{count}, table,
+                                            c.blocks_per_request, c.block_tokens, c.ratio);
       RC_ASSERT(masked.value()[n * c.k + i] == (alone.ok() ? alone.value()[0] : -1));
     }
 }
@@ -67,16 +69,17 @@ void agrees_with_the_model(const props::PagingBackend& backend, bool masked = fa
   const auto& convert = masked ? backend.masked : backend.slots;
   const V before(c.rows.size(), 0x5a5a5a5a);
   V out = before;
-  const auto got = convert(c.rows, c.k, c.valid_counts, c.block_tables, c.blocks_per_request, c.block_tokens,
-                           c.ratio, out);
+  const auto got = convert(c.rows, c.k, c.valid_counts, c.block_tables, c.blocks_per_request,
+                           c.block_tokens, c.ratio, out);
   const auto want = (masked ? model::paged_slots_masked : model::paged_slots)(
       c.rows, c.k, c.valid_counts, c.block_tables, c.blocks_per_request, c.block_tokens, c.ratio);
-  if (auto d = props::differential_report<I>(want, got, before, out, backend.name + (masked ? " masked" : " slots"));
+  if (auto d = props::differential_report<I>(want, got, before, out,
+                                             backend.name + (masked ? " masked" : " slots"));
       !d.empty())
     RC_FAIL(d);
   V in_place = c.rows;
-  const auto again = convert(in_place, c.k, c.valid_counts, c.block_tables, c.blocks_per_request, c.block_tokens,
-                             c.ratio, in_place);
+  const auto again = convert(in_place, c.k, c.valid_counts, c.block_tables, c.blocks_per_request,
+                             c.block_tokens, c.ratio, in_place);
   RC_ASSERT(again.ok() == got.ok());
   RC_ASSERT(in_place == (got.ok() ? out : c.rows));
 }

@@ -85,7 +85,8 @@ AETHER_PROP(WitnessModel, the_uncovered_run_is_at_most_two_segments, "model", ()
   const V w = witnesses_of(r);
   both.insert(both.end(), w.begin(), w.end());
   const std::set<I> chosen(both.begin(), both.end());
-  const std::int64_t s_eff = std::int64_t(model::effective_segments(std::size_t(r.len), r.num_segments));
+  const std::int64_t s_eff =
+      std::int64_t(model::effective_segments(std::size_t(r.len), r.num_segments));
   const std::int64_t bound = 2 * ((r.len + s_eff - 1) / s_eff) - 2;
   std::int64_t run = 0, longest = 0;
   for (I x = 0; x < r.len; ++x) {
@@ -97,9 +98,8 @@ AETHER_PROP(WitnessModel, the_uncovered_run_is_at_most_two_segments, "model", ()
 
 AETHER_PROP(WitnessModel, the_merge_keeps_the_prefix_and_writes_one_ascending_run, "model", ()) {
   const props::WitnessCall c = *props::gen_well_formed_call();
-  const auto merged = model::apply_topology_witnesses(c.learned, c.topk, c.context_lens,
-                                                      c.learned_keep, c.num_segments,
-                                                      c.max_replacements);
+  const auto merged = model::apply_topology_witnesses(
+      c.learned, c.topk, c.context_lens, c.learned_keep, c.num_segments, c.max_replacements);
   RC_ASSERT(merged.ok());
   const std::size_t budget = std::min(c.max_replacements, c.topk - c.learned_keep);
   for (std::size_t r = 0; r < c.rows(); ++r) {
@@ -136,7 +136,7 @@ AETHER_PROP(WitnessModel, every_segment_is_covered_when_the_reserved_tail_is_pad
   const std::size_t s = *props::gen_valid_segments();
   const std::size_t topk = s + *gen::inRange<std::size_t>(0, 40);
   V row = *props::gen_row_with_padded_tail(len, s, topk, s);
-  for (I& x : row)  // in-range tokens, as the source's _random_case draws them; an
+  for (I& x : row)         // in-range tokens, as the source's _random_case draws them; an
     if (x >= len) x = -1;  // out-of-range entry can occupy a segment it does not cover
   RC_ASSERT(model::scatter_topology_witnesses(row, topk, V{len}, s).ok());
   RC_ASSERT(model::segment_coverage_exact(row, std::size_t(len), s) == 1);
@@ -144,12 +144,14 @@ AETHER_PROP(WitnessModel, every_segment_is_covered_when_the_reserved_tail_is_pad
 
 AETHER_PROP(WitnessModel, the_witness_set_is_invariant_under_permutations, "model", ()) {
   const Row r = *gen_row();
-  V shuffled = *gen::apply([&](int seed) {
-    V v = r.tokens;
-    std::mt19937 rng{std::uint32_t(seed)};
-    std::shuffle(v.begin(), v.end(), rng);
-    return v;
-  }, gen::arbitrary<int>());
+  V shuffled = *gen::apply(
+      [&](int seed) {
+        V v = r.tokens;
+        std::mt19937 rng{std::uint32_t(seed)};
+        std::shuffle(v.begin(), v.end(), rng);
+        return v;
+      },
+      gen::arbitrary<int>());
   RC_ASSERT(model::row_witnesses(shuffled, r.len, r.num_segments) ==
             model::row_witnesses(r.tokens, r.len, r.num_segments));
 }
@@ -161,9 +163,8 @@ void check_agreement(const props::WitnessBackend& backend, const props::WitnessC
     V out = poison;
     const auto impl = backend.apply(c.learned, c.topk, c.context_lens, c.learned_keep,
                                     c.num_segments, c.max_replacements, out);
-    const auto want = model::apply_topology_witnesses(c.learned, c.topk, c.context_lens,
-                                                      c.learned_keep, c.num_segments,
-                                                      c.max_replacements);
+    const auto want = model::apply_topology_witnesses(
+        c.learned, c.topk, c.context_lens, c.learned_keep, c.num_segments, c.max_replacements);
     if (auto d = props::differential_report<I>(want, impl, poison, out, backend.name + " apply");
         !d.empty())
       RC_FAIL(d);
@@ -172,8 +173,8 @@ void check_agreement(const props::WitnessBackend& backend, const props::WitnessC
     V buf = c.learned;
     const auto impl = backend.scatter(buf, c.topk, c.context_lens, c.num_segments);
     V want_buf = c.learned;
-    const auto want = model::scatter_topology_witnesses(want_buf, c.topk, c.context_lens,
-                                                        c.num_segments);
+    const auto want =
+        model::scatter_topology_witnesses(want_buf, c.topk, c.context_lens, c.num_segments);
     if (impl.ok() != want.ok() || (!impl.ok() && !(impl.error() == want.error())))
       RC_FAIL(backend.name + " scatter: status differs from the model's");
     if (auto d = props::diff_report<I>(want_buf, buf, backend.name + " scatter"); !d.empty())
@@ -201,10 +202,14 @@ AETHER_PROP(WitnessCpu, merging_in_place_equals_merging_out_of_place, "L3", ()) 
   const props::WitnessCall c = *props::gen_well_formed_call();
   V out(c.learned.size(), -7), in_place = c.learned;
   const auto backend = props::cpu_witness_backend();
-  RC_ASSERT(backend.apply(c.learned, c.topk, c.context_lens, c.learned_keep, c.num_segments,
-                          c.max_replacements, out).ok());
-  RC_ASSERT(backend.apply(in_place, c.topk, c.context_lens, c.learned_keep, c.num_segments,
-                          c.max_replacements, in_place).ok());
+  RC_ASSERT(backend
+                .apply(c.learned, c.topk, c.context_lens, c.learned_keep, c.num_segments,
+                       c.max_replacements, out)
+                .ok());
+  RC_ASSERT(backend
+                .apply(in_place, c.topk, c.context_lens, c.learned_keep, c.num_segments,
+                       c.max_replacements, in_place)
+                .ok());
   RC_ASSERT(out == in_place);
 }
 

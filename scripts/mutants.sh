@@ -7,12 +7,17 @@
 # CUDA mutants need a GPU: with AETHER_MUTANT_STAGE=DIR set, only they are built,
 # each suite copied to DIR/NAME/ (the GPU host has no compiler), and
 # scripts/gpu.sh BUILD runs every BUILD/mutants/NAME there, expecting failures.
+# With AETHER_MUTANT_CHECK=1 nothing is built: each expression is only checked to
+# still change its line (run it after reformatting a file). AETHER_MUTANT_NAMES=REGEX
+# keeps only the mutants whose names match.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
 shift || true
 only=" ${*:-witness indexer paging compress} "
 stage=${AETHER_MUTANT_STAGE:-}
+check_only=${AETHER_MUTANT_CHECK:-}
+names=${AETHER_MUTANT_NAMES:-.}
 survivors=0
 
 backup=""
@@ -21,11 +26,16 @@ backup=""
 # restore FILE afterwards either way.
 break_and_build() {  # break_and_build COMPONENT NAME FILE EXPR
   local component=$1 name=$2 file=$3 expr=$4
+  backup=""
+  [[ $name =~ $names ]] || return 1
   backup=$(mktemp)
   cp "$file" "$backup"
   sed -i "$expr" "$file"
   if cmp -s "$file" "$backup"; then
     echo "mutant $name: the expression no longer applies to $file"
+  elif [ -n "$check_only" ]; then
+    echo "mutant $name: applies"
+    return 1
   elif ! cmake --build "$build" --target "${component}_props" "${component}_test" >/dev/null 2>&1; then
     echo "mutant $name: does not build"
   else
@@ -34,11 +44,11 @@ break_and_build() {  # break_and_build COMPONENT NAME FILE EXPR
   survivors=$((survivors + 1))
   return 1
 }
-restore() { cp "$backup" "$1"; rm -f "$backup"; }
+restore() { [ -z "$backup" ] || { cp "$backup" "$1"; rm -f "$backup"; }; }
 
 cuda_mutant() {  # cuda_mutant COMPONENT NAME FILE SED-EXPRESSION: built only when staging
   local component=$1 name=$2 file=$3
-  [[ -n $stage && $only == *" $component "* ]] || return 0
+  [[ ( -n $stage || -n $check_only ) && $only == *" $component "* ]] || return 0
   if break_and_build "$@"; then
     mkdir -p "$stage/$name"
     cp "$build/props/${component}_props" "$build/tests/${component}_test" "$stage/$name/"
@@ -65,7 +75,7 @@ mutant witness cpu-edge-floor impl/cpu/witness.cpp \
 mutant witness model-edge-floor model/witness.cpp \
   's|return static_cast<std::size_t>((n + d - 1) / d);|return static_cast<std::size_t>(n / d);|'
 mutant witness cpu-keep-off-by-one impl/cpu/witness.cpp \
-  's|dst\[learned_keep + j\] = segment_edge|dst[learned_keep + 1 + j] = segment_edge|'
+  's|      dst\[learned_keep + j\] =|      dst[learned_keep + 1 + j] =|'
 mutant witness model-keep-off-by-one model/witness.cpp \
   's|out\[r \* topk + learned_keep + j++\] = w;|out[r * topk + learned_keep - (learned_keep > 0) + j++] = w;|'
 mutant witness cpu-padding-marks-segment-0 impl/cpu/witness.cpp 's|  if (x < 0) return 0;|  if (x < 0) return 1;|'
@@ -75,7 +85,7 @@ mutant witness cpu-budget-ignored impl/cpu/witness.cpp \
 mutant witness model-budget-ignored model/witness.cpp \
   's|const std::size_t budget = std::min(max_replacements, topk - learned_keep);|const std::size_t budget = topk - learned_keep;|'
 mutant witness cpu-refusal-writes impl/cpu/witness.cpp \
-  's|  if (auto e = impl::merge_refusal(|  std::fill(out.begin(), out.end(), 0);\n  if (auto e = impl::merge_refusal(|'
+  's|^  if (auto e =$|  std::fill(out.begin(), out.end(), 0);\n  if (auto e =|'
 mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
   's|if (learned_keep > topk) return|if (learned_keep >= topk) return|'
 
@@ -100,7 +110,7 @@ mutant indexer cpu-no-relu impl/cpu/indexer_scores.cpp \
   's|score0 = _mm256_fmadd_ps(w, _mm256_max_ps(acc\[i\]\[0\], zero), score0);|score0 = _mm256_fmadd_ps(w, acc[i][0], score0);|'
 mutant indexer cpu-scale-dropped impl/cpu/indexer_scores.cpp \
   's|                 ? scores\[t\] \* row_scale(|                 ? scores[t] + 0 * row_scale(|'
-mutant indexer cpu-head-skipped impl/cpu/indexer_scores.cpp 's|  for (; h < heads; ++h) score_heads<1>|  for (++h; h < heads; ++h) score_heads<1>|'
+mutant indexer cpu-head-skipped impl/cpu/indexer_scores.cpp 's|  for (; h < heads; ++h)$|  for (++h; h < heads; ++h)|'
 mutant indexer model-bound-too-tight model/indexer.cpp \
   's|return magnitude_bounds(queries, weights, keys, keys.dim + weights.size() + 2);|return magnitude_bounds(queries, weights, keys, 1);|'
 
@@ -114,7 +124,7 @@ mutant paging cpu-valid-count-inclusive impl/cpu/paging.cpp \
 mutant paging model-table-bound model/paging.cpp \
   's|std::uint64_t(j / bc) >= table.size())|std::uint64_t(j / bc) > table.size())|'
 mutant paging model-masked-refuses model/paging.cpp \
-  's|else if (!masked) return slot.error();|else return slot.error();|'
+  's|      else if (!masked)$|      else|'
 mutant paging cpu-negative-blocks-fit impl/cpu/paging.cpp \
   's|  return block >= 0 \&\& block <= |  return block <= |'
 mutant paging cpu-slot-bound-off-by-one impl/cpu/paging.cpp \
@@ -126,7 +136,7 @@ mutant paging cpu-masked-table-bound impl/cpu/paging.cpp \
 # capacity bound, the softmax denominator, exp's range reduction, the old entries checked,
 # the rows a chunk completes, the pair form's weight given to the wrong score
 mutant compress model-ring-keeps-one-less model/compress.cpp \
-  's|for (std::int64_t p = std::max(s, e - S); p < e; ++p) ring.entries|for (std::int64_t p = std::max(s, e - S + 1); p < e; ++p) ring.entries|'
+  's|for (std::int64_t p = std::max(s, e - S); p < e; ++p)$|for (std::int64_t p = std::max(s, e - S + 1); p < e; ++p)|'
 mutant compress cpu-placeholder-missing impl/cpu/compress.cpp \
   's|      if (out == plan.row_offset\[i\]) write_row(c, out, -1, read);  // placeholder||'
 mutant compress cpu-ring-slot-shifted impl/cpu/compress.cpp \
@@ -166,9 +176,9 @@ mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
-  's|    if (from < to) check_run<1>(projected + from, to - from < 128 ? to - from : 128, from, error, lane);||'
+  's|    if (from < to)$|    if (false)|'
 cuda_mutant compress cuda-pending-skips-a-request-s-last-piece impl/cuda/compress.cu \
-  's|    if (from < to) check_run<1>(projected + from, to - from < 128 ? to - from : 128, from, error, lane);|    if (from + 128 < to) check_run<1>(projected + from, to - from < 128 ? to - from : 128, from, error, lane);|'
+  's|    if (from < to)$|    if (from + 128 < to)|'
 cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress.cu \
   's|      check_run<8>(in.at, g.width, in.index, error, lane);||'
 cuda_mutant compress cuda-rows-not-waiting-for-the-side-stream impl/cuda/compress.cu \
@@ -184,15 +194,15 @@ cuda_mutant compress cuda-search-overshoots-a-request-start impl/cuda/compress.c
 cuda_mutant compress cuda-captured-refusals-not-reset impl/cuda/device.cu \
   's|    reset_refusals<<<1, 32, 0, stream>>>(word);||'
 cuda_mutant compress cuda-every-call-the-same-tag impl/cuda/device.cu \
-  's|unsigned long long tag_of(unsigned long long calls) { return (kFirstTag + 1 - calls) << kRefusalCodeBits; }|unsigned long long tag_of(unsigned long long) { return kFirstTag << kRefusalCodeBits; }|'
+  's|  return (kFirstTag + 1 - calls) << kRefusalCodeBits;|  return (kFirstTag + 0 * calls) << kRefusalCodeBits;|'
 cuda_mutant compress cuda-clean-verdict-not-written impl/cuda/compress.cu \
   's|if (blockIdx.x == 0 \&\& threadIdx.x == 0) \*verdict = verdict_of(refusals, word);|if (blockIdx.x == 0 \&\& threadIdx.x == 0 \&\& refusals.refused(word)) *verdict = verdict_of(refusals, word);|'
 cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress.cu \
-  's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept; k += keep_depth)|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept; k += keep_depth)|'
+  's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept;|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept;|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
   's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device.cu \
-  's|  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, refusals);||'
+  's|  if (capture == cudaStreamCaptureStatusActive)$|  if (false)|'
 cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
   's|  for (std::size_t p = 0; p < pieces; ++p) {|  for (std::size_t p = 0; p < 1; ++p) {|'
 cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress.cu \
@@ -224,13 +234,13 @@ cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer_read_once.cu \
 cuda_mutant indexer cuda-bitmap-index-one-off impl/cuda/indexer_read_once.cu \
   's|\* 32 + unsigned(__ffs(b) - 1));|* 32 + unsigned(__ffs(b)));|'
 cuda_mutant indexer cuda-topk-verdict-not-reset impl/cuda/indexer_read_once.cu \
-  's|    if (r == 0) verdict->refusal = kNoRefusal, verdict->detail\[0\] = 0;|    if (r == 0) verdict->detail[0] = 0;|'
+  's|      verdict->refusal = kNoRefusal, verdict->detail\[0\] = 0;|      verdict->detail[0] = 0;|'
 cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer_read_once.cu \
   's|    warp_append(valid \&\& level > bucket,|    warp_append(valid \&\& level >= bucket,|'
 cuda_mutant indexer cuda-warp-append-place-off impl/cuda/indexer_read_once.cu \
   's|  if (take) write(base + unsigned(__popc(mask \& ((1u << lane) - 1))));|  if (take) write(base + unsigned(__popc(mask \& (1u << lane))));|'
 cuda_mutant indexer cuda-fallback-rows-not-counted impl/cuda/indexer_read_once.cu \
-  's|    if (threadIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long\*>(&verdict->detail\[0\]), 1ull);||'
+  's|      atomicAdd(reinterpret_cast<unsigned long long\*>(&verdict->detail\[0\]), 1ull);|      (void)0;|'
 cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
   's|refusal != kNoRefusal) {|refusal == 0) {|'
 cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
@@ -252,6 +262,10 @@ cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging.cu \
 cuda_mutant paging cuda-quad-lanes-swapped impl/cuda/paging.cu \
   's|j\[0\] = v.x, j\[1\] = v.y|j[0] = v.y, j[1] = v.x|'
 
+if [ -n "$check_only" ]; then
+  echo "mutants: $survivors expressions no longer apply"
+  exit $((survivors > 0))
+fi
 for c in $only; do cmake --build "$build" --target "${c}_props" "${c}_test" >/dev/null 2>&1; done
 [ -n "$stage" ] && { echo "mutants: staged in $stage ($survivors failed to stage)"; exit $((survivors > 0)); }
 echo "mutants: $survivors survived"

@@ -62,10 +62,14 @@ TEST(CompressModel, lab26_chunks_valid_reserved_rows_and_pending) {
   const auto in = lab_positions();
   model::Ring ring(7);
   const std::pair<std::size_t, std::size_t> chunks[3] = {{0, 1}, {1, 4}, {4, 7}};
-  const std::pair<std::size_t, std::size_t> want[3] = {{0, 1}, {2, 2}, {1, 1}};  // (valid, reserved)
+  const std::pair<std::size_t, std::size_t> want[3] = {
+      {0, 1}, {2, 2}, {1, 1}};  // (valid, reserved)
   for (int c = 0; c < 3; ++c) {
-    const auto rows = model::prefill(ring, 2, std::span(in).subspan(chunks[c].first, chunks[c].second - chunks[c].first), Gate::Weight);
-    const auto valid = std::size_t(std::count_if(rows.begin(), rows.end(), [](const model::Row& r) { return r.row >= 0; }));
+    const auto rows = model::prefill(
+        ring, 2, std::span(in).subspan(chunks[c].first, chunks[c].second - chunks[c].first),
+        Gate::Weight);
+    const auto valid = std::size_t(
+        std::count_if(rows.begin(), rows.end(), [](const model::Row& r) { return r.row >= 0; }));
     EXPECT_EQ(std::pair(valid, rows.size()), want[c]) << "chunk " << c;
   }
   EXPECT_EQ(model::pending(ring, 2), std::vector<Position>{in[6]});
@@ -82,7 +86,8 @@ TEST(CompressModel, lab26_six_position_decode_ring_7_keeps_ring_6_corrupts) {
     model::decode(ring, 2, std::span(in).first(1), Gate::Weight);  // position 0 is old
     const auto rows = model::decode(ring, 2, std::span(in).subspan(1, 6), Gate::Weight);
     ASSERT_EQ(rows.size(), 6u);  // one per query position
-    EXPECT_EQ(rows[0], (model::Row{S == 7 ? point(6, 8) : point(Rational(42, 5), 8), 0, 0})) << "ring " << S;
+    EXPECT_EQ(rows[0], (model::Row{S == 7 ? point(6, 8) : point(Rational(42, 5), 8), 0, 0}))
+        << "ring " << S;
     EXPECT_EQ(rows[2], (model::Row{point(8, 3), 1, 2}));
     EXPECT_EQ(rows[4], (model::Row{point(3, 5), 2, 4}));
     EXPECT_EQ(rows[1], (model::Row{point(0, 0), -1, 0}));  // completes nothing
@@ -100,7 +105,8 @@ TEST(CompressModel, lab26_all_64_chunk_partitions_agree) {
     std::size_t first = 0;
     for (std::size_t p = 0; p < 7; ++p)
       if (p == 6 || cuts >> p & 1) {
-        for (const auto& row : model::prefill(ring, 2, std::span(in).subspan(first, p + 1 - first), Gate::Weight))
+        for (const auto& row :
+             model::prefill(ring, 2, std::span(in).subspan(first, p + 1 - first), Gate::Weight))
           if (row.row >= 0) rows.push_back(row.z);
         first = p + 1;
       }
@@ -116,14 +122,17 @@ TEST(CompressModel, lab26_state_payload) {
 
 TEST(CompressModel, exp_enclosures_are_tight_and_correct) {
   // e to 50 digits; the enclosure's width is far below 10^-27.
-  const Rational e("271828182845904523536028747135266249775724709369995/100000000000000000000000000000000000000000000000000");
+  const Rational e(
+      "271828182845904523536028747135266249775724709369995/"
+      "100000000000000000000000000000000000000000000000000");
   const Rational tiny(1, model::Integer("1000000000000000000000000000"));
   const Interval one = model::exp_enclosure(1);
   EXPECT_LT(one.lo, one.hi);
   EXPECT_LT(abs(one.lo - e), tiny);
   EXPECT_LT(abs(one.hi - e), tiny);
   EXPECT_EQ(model::exp_enclosure(0), (Interval{1, 1}));
-  const Interval a = model::exp_enclosure(Rational(-87, 2)), b = model::exp_enclosure(Rational(87, 2));
+  const Interval a = model::exp_enclosure(Rational(-87, 2)),
+                 b = model::exp_enclosure(Rational(87, 2));
   EXPECT_TRUE(a.lo * b.lo <= 1 && 1 <= a.hi * b.hi);  // e^-x e^x = 1
   EXPECT_LT(a.hi - a.lo, a.lo * tiny);
 }
@@ -155,12 +164,15 @@ TEST(CompressImpl, the_eight_lane_exp_gives_the_scalar_bits) {
   for (float x : {0.0f, -0.0f, -1e-45f, -104.0f, -0x1.92068p+5f}) xs.push_back(x);
   while (xs.size() % 8) xs.push_back(-1.0f);
   std::vector<float> lanes(xs.size());
-  if (!cpu::exp_nonpositive_avx2(xs.data(), lanes.data(), xs.size())) GTEST_SKIP() << "no AVX2 + FMA here";
+  if (!cpu::exp_nonpositive_avx2(xs.data(), lanes.data(), xs.size()))
+    GTEST_SKIP() << "no AVX2 + FMA here";
   std::size_t differ = 0;
   for (std::size_t i = 0; i < xs.size(); ++i)
-    if (std::bit_cast<std::uint32_t>(lanes[i]) != std::bit_cast<std::uint32_t>(impl::exp_nonpositive(xs[i])) &&
+    if (std::bit_cast<std::uint32_t>(lanes[i]) !=
+            std::bit_cast<std::uint32_t>(impl::exp_nonpositive(xs[i])) &&
         ++differ <= 5)
-      ADD_FAILURE() << "x = " << std::hexfloat << xs[i] << ": " << lanes[i] << " vs " << impl::exp_nonpositive(xs[i]);
+      ADD_FAILURE() << "x = " << std::hexfloat << xs[i] << ": " << lanes[i] << " vs "
+                    << impl::exp_nonpositive(xs[i]);
   EXPECT_EQ(differ, 0u) << "of " << xs.size();
 }
 
@@ -171,18 +183,21 @@ TEST(CompressImpl, the_pair_form_gives_the_gated_mean_bits) {
   std::uniform_real_distribution<float> near(-2.0f, 2.0f), far(-150.0f, 150.0f);
   std::vector<float> scores{0.0f, -0.0f, 1.0f, -1.0f, 104.0f, -104.0f, 0x1p-140f, 3e38f, -3e38f};
   std::vector<float> values{0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, -0x1p-149f, 3e38f, -3e38f};
-  for (int i = 0; i < 60; ++i) scores.push_back(i % 2 ? near(rng) : far(rng)), values.push_back(far(rng));
+  for (int i = 0; i < 60; ++i)
+    scores.push_back(i % 2 ? near(rng) : far(rng)), values.push_back(far(rng));
   std::size_t differ = 0;
   for (float s0 : scores)
     for (float s1 : scores)
       for (std::size_t a = 0; a < values.size(); ++a)
         for (std::size_t b = a % 7; b < values.size(); b += 7) {
           const float sc[2] = {s0, s1}, v[2] = {values[a], values[b]};
-          const float want = impl::gated_mean([&](int t) { return sc[t]; }, [&](int t) { return v[t]; }, 2);
+          const float want =
+              impl::gated_mean([&](int t) { return sc[t]; }, [&](int t) { return v[t]; }, 2);
           const float got = impl::gated_mean_pair(s0, s1, v[0], v[1]);
-          if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want) && ++differ <= 5)
-            ADD_FAILURE() << std::hexfloat << "s " << s0 << ", " << s1 << " v " << v[0] << ", " << v[1] << ": "
-                          << got << " vs " << want;
+          if (std::bit_cast<std::uint32_t>(got) != std::bit_cast<std::uint32_t>(want) &&
+              ++differ <= 5)
+            ADD_FAILURE() << std::hexfloat << "s " << s0 << ", " << s1 << " v " << v[0] << ", "
+                          << v[1] << ": " << got << " vs " << want;
         }
   EXPECT_EQ(differ, 0u);
 }
@@ -192,7 +207,8 @@ TEST(CompressImpl, the_pair_form_gives_the_gated_mean_bits) {
 class Compress : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam().starts_with("cuda") && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+    if (GetParam().starts_with("cuda") && !props::gpu_present())
+      GTEST_SKIP() << "no CUDA device visible";
     for (auto& b : props::impl_compress_backends())
       if (b.name == GetParam()) backend = b;
   }
@@ -204,7 +220,8 @@ class Compress : public ::testing::TestWithParam<std::string> {
 props::Sequence lab_sequence() {
   props::Sequence s{2, {}};
   for (const auto& p : kLab)
-    s.projected.insert(s.projected.end(), {std::log(float(p.w0)), std::log(float(p.w1)), float(p.v0), float(p.v1)});
+    s.projected.insert(s.projected.end(),
+                       {std::log(float(p.w0)), std::log(float(p.w1)), float(p.v0), float(p.v1)});
   return s;
 }
 
@@ -220,7 +237,8 @@ TEST_P(Compress, lab26_rows_chunks_and_pending) {
                                   {0, bf16_row(6, 8)}, {1, bf16_row(8, 3)}, {2, bf16_row(3, 5)}}));
   EXPECT_EQ(run.value().reserved, 4u);  // 1 + 2 + 1
   const auto pending = lab_sequence().positions(6, 1);
-  EXPECT_EQ(props::ring_positions(run.value(), shape, 6, 7), std::vector<float>(pending.begin(), pending.end()));
+  EXPECT_EQ(props::ring_positions(run.value(), shape, 6, 7),
+            std::vector<float>(pending.begin(), pending.end()));
 }
 
 TEST_P(Compress, lab26_placeholder_of_an_empty_chunk_result) {
@@ -230,7 +248,9 @@ TEST_P(Compress, lab26_placeholder_of_an_empty_chunk_result) {
   std::vector<std::uint16_t> rows(2, 0x5a5a);
   std::vector<std::int32_t> index(1, 77), position(1, 77);
   const CompressRequest q{0, 0, 1};
-  ASSERT_TRUE(backend.prefill(std::span(&q, 1), seq.positions(0, 1), ring, shape, rows, index, position).ok());
+  ASSERT_TRUE(
+      backend.prefill(std::span(&q, 1), seq.positions(0, 1), ring, shape, rows, index, position)
+          .ok());
   EXPECT_EQ(rows, (std::vector<std::uint16_t>{0, 0}));
   EXPECT_EQ(index, std::vector<std::int32_t>{-1});
   EXPECT_EQ(position, std::vector<std::int32_t>{0});
@@ -246,9 +266,13 @@ TEST_P(Compress, lab26_six_position_decode_ring_7_keeps_ring_6_is_refused) {
     std::vector<std::uint16_t> one_row(2);
     std::vector<std::int32_t> one_index(1), one_position(1);
     const CompressRequest first{0, 0, 1}, step{0, 1, 6};
-    ASSERT_TRUE(backend.decode(std::span(&first, 1), seq.positions(0, 1), ring, shape, one_row, one_index, one_position).ok());
+    ASSERT_TRUE(backend
+                    .decode(std::span(&first, 1), seq.positions(0, 1), ring, shape, one_row,
+                            one_index, one_position)
+                    .ok());
     const std::vector<float> ring_before = ring;
-    const auto st = backend.decode(std::span(&step, 1), seq.positions(1, 6), ring, shape, rows, index, position);
+    const auto st = backend.decode(std::span(&step, 1), seq.positions(1, 6), ring, shape, rows,
+                                   index, position);
     if (S == 7) {
       ASSERT_TRUE(st.ok()) << st.error();
       EXPECT_EQ(index, (std::vector<std::int32_t>{0, -1, 1, -1, 2, -1}));
@@ -257,7 +281,8 @@ TEST_P(Compress, lab26_six_position_decode_ring_7_keeps_ring_6_is_refused) {
       EXPECT_EQ(std::vector<std::uint16_t>(rows.begin(), rows.begin() + 2), want(6, 8));
       EXPECT_EQ(std::vector<std::uint16_t>(rows.begin() + 4, rows.begin() + 6), want(8, 3));
       EXPECT_EQ(std::vector<std::uint16_t>(rows.begin() + 8, rows.begin() + 10), want(3, 5));
-      EXPECT_EQ(std::vector<std::uint16_t>(rows.begin() + 2, rows.begin() + 4), (std::vector<std::uint16_t>{0, 0}));
+      EXPECT_EQ(std::vector<std::uint16_t>(rows.begin() + 2, rows.begin() + 4),
+                (std::vector<std::uint16_t>{0, 0}));
     } else {
       ASSERT_FALSE(st.ok());
       EXPECT_EQ(st.error(), (CompressError{ce::RingTooSmall{6, 7}}));
@@ -285,7 +310,8 @@ TEST_P(Compress, lab26_all_64_partitions_give_the_same_bits) {
     const auto got = props::run_chunks(backend, shape, seq, chunks);
     ASSERT_TRUE(got.ok());
     EXPECT_EQ(got.value().rows, want.value().rows) << "cuts " << cuts;
-    EXPECT_EQ(props::ring_positions(got.value(), shape, 6, 7), props::ring_positions(want.value(), shape, 6, 7));
+    EXPECT_EQ(props::ring_positions(got.value(), shape, 6, 7),
+              props::ring_positions(want.value(), shape, 6, 7));
   }
 }
 
@@ -299,8 +325,9 @@ TEST_P(Compress, lab26_all_64_partitions_give_the_same_bits) {
 TEST_P(Compress, the_exp_reduction_rounds_x_log2e_once) {
   const CompressShape shape{2, 1, 2, 1};
   const std::vector<CompressRequest> requests{{0, 0, 2}};
-  const std::vector<float> projected{-0x1.92068p+5f, 0x1.15e4d6p+73f, 0.0f, 0.0f};  // (score, latent) x 2
-  for (const bool simd : {true, false}) {  // the CPU's AVX2 + FMA build and its portable one
+  const std::vector<float> projected{-0x1.92068p+5f, 0x1.15e4d6p+73f, 0.0f,
+                                     0.0f};  // (score, latent) x 2
+  for (const bool simd : {true, false}) {    // the CPU's AVX2 + FMA build and its portable one
     cpu::simd_allowed() = simd;
     std::vector<float> ring(4, 0.0f);
     std::vector<std::uint16_t> rows(1, 0);
@@ -315,12 +342,13 @@ TEST_P(Compress, the_exp_reduction_rounds_x_log2e_once) {
 TEST_P(Compress, refusals_name_the_problem_and_write_nothing) {
   const auto seq = lab_sequence();
   const auto refused = [&](bool decode, std::vector<CompressRequest> requests, CompressShape shape,
-                           std::vector<float> projected, std::vector<float> ring, std::size_t out_rows,
-                           CompressError want) {
+                           std::vector<float> projected, std::vector<float> ring,
+                           std::size_t out_rows, CompressError want) {
     const std::vector<float> ring_before = ring;
     std::vector<std::uint16_t> rows(out_rows * shape.dim, 0x5a5a);
     std::vector<std::int32_t> index(out_rows, 77), position(out_rows, 77);
-    const auto st = (decode ? backend.decode : backend.prefill)(requests, projected, ring, shape, rows, index, position);
+    const auto st = (decode ? backend.decode : backend.prefill)(requests, projected, ring, shape,
+                                                                rows, index, position);
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error(), want);
     EXPECT_EQ(ring, ring_before);
@@ -331,7 +359,8 @@ TEST_P(Compress, refusals_name_the_problem_and_write_nothing) {
   const std::vector<float> in(two.begin(), two.end()), ring(2 * 7 * 4, 0.0f);
   refused(false, {{0, 0, 2}}, {0, 2, 7, 2}, in, ring, 1, ce::BadShape{0, 2, 7});
   refused(false, {{2, 0, 2}}, {2, 2, 7, 2}, in, ring, 1, ce::BadRequest{0});
-  refused(false, {{0, 0, 1}, {0, 5, 1}}, {2, 2, 7, 2}, in, ring, 2, ce::BadRequest{1});  // same slot twice
+  refused(false, {{0, 0, 1}, {0, 5, 1}}, {2, 2, 7, 2}, in, ring, 2,
+          ce::BadRequest{1});  // same slot twice
   refused(false, {{0, -1, 2}}, {2, 2, 7, 2}, in, ring, 1, ce::BadRequest{0});
   refused(false, {{0, 0, 2}}, {2, 2, 7, 2}, in, ring, 2, ce::ShapeMismatch{2, 4});
   refused(false, {{0, 0, 3}}, {2, 2, 7, 2}, in, ring, 1, ce::ShapeMismatch{12, 8});
@@ -342,17 +371,20 @@ TEST_P(Compress, refusals_name_the_problem_and_write_nothing) {
   refused(false, {{0, 0, 2}}, {2, 2, 7, 2}, nan_in, ring, 1, ce::NonFiniteInput{0, 5});
   std::vector<float> nan_ring = ring;
   nan_ring[7 * 4 + 2 * 4 + 2] = INFINITY;  // slot 1, entry 2: old position 2, read by pair (2, 3)
-  refused(false, {{1, 3, 1}}, {2, 2, 7, 2}, std::vector<float>(in.begin(), in.begin() + 4), nan_ring, 1,
-          ce::NonFiniteInput{1, 7 * 4 + 2 * 4 + 2});
-  refused(true, {{1, 3, 1}}, {2, 2, 7, 2}, std::vector<float>(in.begin(), in.begin() + 4), nan_ring, 1,
-          ce::NonFiniteInput{1, 7 * 4 + 2 * 4 + 2});  // decode reads it too
+  refused(false, {{1, 3, 1}}, {2, 2, 7, 2}, std::vector<float>(in.begin(), in.begin() + 4),
+          nan_ring, 1, ce::NonFiniteInput{1, 7 * 4 + 2 * 4 + 2});
+  refused(true, {{1, 3, 1}}, {2, 2, 7, 2}, std::vector<float>(in.begin(), in.begin() + 4), nan_ring,
+          1, ce::NonFiniteInput{1, 7 * 4 + 2 * 4 + 2});  // decode reads it too
   // An entry the step does not read may hold anything.
   std::vector<float> stale_ring = ring;
   stale_ring[7 * 4 + 5 * 4] = NAN;
   std::vector<std::uint16_t> row(2);
   std::vector<std::int32_t> index(1), position(1);
   const CompressRequest q{1, 3, 1};
-  EXPECT_TRUE(backend.prefill(std::span(&q, 1), std::span(in).first(4), stale_ring, {2, 2, 7, 2}, row, index, position).ok());
+  EXPECT_TRUE(backend
+                  .prefill(std::span(&q, 1), std::span(in).first(4), stale_ring, {2, 2, 7, 2}, row,
+                           index, position)
+                  .ok());
 }
 
 // Queued calls back to back on one stream, no wait between them (the host fills
@@ -364,13 +396,18 @@ TEST(CompressCuda, queued_calls_back_to_back_equal_the_cpu) {
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   const CompressShape shape{2, 64, 7, 3};
   const std::size_t width = 2 * shape.dim;
-  struct Call { bool decode; std::int64_t start; std::int32_t tokens; };
+  struct Call {
+    bool decode;
+    std::int64_t start;
+    std::int32_t tokens;
+  };
   const Call calls[] = {{false, 0, 5}, {false, 5, 4}, {false, 9, 7}, {true, 16, 3}, {true, 19, 3}};
   std::mt19937 rng(17);
   std::normal_distribution<float> normal;
   std::vector<float> ring_cpu(shape.state_slots * shape.ring * width, 0.0f);
   props::DeviceBuffer<float> ring_gpu{std::span<const float>(ring_cpu)};
-  props::DeviceBuffer<cuda::DeviceVerdict> verdicts{std::vector<cuda::DeviceVerdict>(std::size(calls))};
+  props::DeviceBuffer<cuda::DeviceVerdict> verdicts{
+      std::vector<cuda::DeviceVerdict>(std::size(calls))};
   std::vector<std::vector<std::uint16_t>> want;
   std::vector<std::unique_ptr<props::DeviceBuffer<float>>> inputs;
   std::vector<std::unique_ptr<props::DeviceBuffer<std::uint16_t>>> rows;
@@ -378,7 +415,8 @@ TEST(CompressCuda, queued_calls_back_to_back_equal_the_cpu) {
   for (std::size_t c = 0; c < std::size(calls); ++c) {
     const Call& call = calls[c];
     std::vector<CompressRequest> requests;
-    for (std::int32_t slot = 0; slot < 3; ++slot) requests.push_back({slot, call.start, call.tokens});
+    for (std::int32_t slot = 0; slot < 3; ++slot)
+      requests.push_back({slot, call.start, call.tokens});
     const std::size_t per = call.decode ? std::size_t(call.tokens)
                                         : std::size_t(std::max<std::int64_t>(
                                               1, (call.start + call.tokens) / 2 - call.start / 2));
@@ -389,14 +427,18 @@ TEST(CompressCuda, queued_calls_back_to_back_equal_the_cpu) {
     const auto step = call.decode ? cpu::compress_decode : cpu::compress_prefill;
     ASSERT_TRUE(step(requests, projected, ring_cpu, shape, out, out_index, out_positions).ok());
     want.push_back(out);
-    inputs.push_back(std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(projected)));
-    rows.push_back(std::make_unique<props::DeviceBuffer<std::uint16_t>>(std::span<const std::uint16_t>(out)));
-    index.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(std::span<const std::int32_t>(out_index)));
-    positions.push_back(
-        std::make_unique<props::DeviceBuffer<std::int32_t>>(std::span<const std::int32_t>(out_positions)));
+    inputs.push_back(
+        std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(projected)));
+    rows.push_back(
+        std::make_unique<props::DeviceBuffer<std::uint16_t>>(std::span<const std::uint16_t>(out)));
+    index.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(
+        std::span<const std::int32_t>(out_index)));
+    positions.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(
+        std::span<const std::int32_t>(out_positions)));
     const auto queue = call.decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
     ASSERT_TRUE(queue(requests, inputs.back()->span(), ring_gpu.span(), shape, rows.back()->span(),
-                      index.back()->span(), positions.back()->span(), verdicts.span().data() + c, nullptr)
+                      index.back()->span(), positions.back()->span(), verdicts.span().data() + c,
+                      nullptr)
                     .ok());
   }
   std::vector<cuda::DeviceVerdict> verdict(std::size(calls));
@@ -438,7 +480,10 @@ class CapturedCalls {
   }
   bool ok() const { return ok_; }
   cudaStream_t stream() const { return stream_; }
-  bool replay() { return cudaGraphLaunch(exec_, stream_) == cudaSuccess && cudaStreamSynchronize(stream_) == cudaSuccess; }
+  bool replay() {
+    return cudaGraphLaunch(exec_, stream_) == cudaSuccess &&
+           cudaStreamSynchronize(stream_) == cudaSuccess;
+  }
 
  private:
   cudaStream_t stream_ = nullptr;
@@ -460,21 +505,32 @@ class CapturedSteps {
   };
   CapturedSteps(const CompressShape& shape, std::vector<CompressRequest> prefill,
                 std::vector<CompressRequest> decode, unsigned seed)
-      : shape_(shape), prefill_(std::move(prefill)), decode_(std::move(decode)), rng_(seed),
+      : shape_(shape),
+        prefill_(std::move(prefill)),
+        decode_(std::move(decode)),
+        rng_(seed),
         ring0_(random(shape.state_slots * shape.ring * 2 * shape.dim)),
-        prefill_rows_(rows_of(prefill_, shape.ratio)), decode_rows_(rows_of(decode_, 0)),
-        ring_{std::span<const float>(ring0_)}, in_prefill_{std::vector<float>(inputs_of(prefill_))},
-        in_decode_{std::vector<float>(inputs_of(decode_))}, rows_prefill_{std::vector<std::uint16_t>(prefill_rows_ * shape.dim)},
-        rows_decode_{std::vector<std::uint16_t>(decode_rows_ * shape.dim)}, index_prefill_{std::vector<std::int32_t>(prefill_rows_)},
-        positions_prefill_{std::vector<std::int32_t>(prefill_rows_)}, index_decode_{std::vector<std::int32_t>(decode_rows_)},
-        positions_decode_{std::vector<std::int32_t>(decode_rows_)}, verdicts_{std::vector<cuda::DeviceVerdict>(2)},
+        prefill_rows_(rows_of(prefill_, shape.ratio)),
+        decode_rows_(rows_of(decode_, 0)),
+        ring_{std::span<const float>(ring0_)},
+        in_prefill_{std::vector<float>(inputs_of(prefill_))},
+        in_decode_{std::vector<float>(inputs_of(decode_))},
+        rows_prefill_{std::vector<std::uint16_t>(prefill_rows_ * shape.dim)},
+        rows_decode_{std::vector<std::uint16_t>(decode_rows_ * shape.dim)},
+        index_prefill_{std::vector<std::int32_t>(prefill_rows_)},
+        positions_prefill_{std::vector<std::int32_t>(prefill_rows_)},
+        index_decode_{std::vector<std::int32_t>(decode_rows_)},
+        positions_decode_{std::vector<std::int32_t>(decode_rows_)},
+        verdicts_{std::vector<cuda::DeviceVerdict>(2)},
         graph_([this](cudaStream_t stream) {
           return cuda::enqueue_compress_prefill(prefill_, in_prefill_.span(), ring_.span(), shape_,
                                                 rows_prefill_.span(), index_prefill_.span(),
-                                                positions_prefill_.span(), verdicts_.span().data(), stream)
+                                                positions_prefill_.span(), verdicts_.span().data(),
+                                                stream)
                      .ok() &&
                  cuda::enqueue_compress_decode(decode_, in_decode_.span(), ring_.span(), shape_,
-                                               rows_decode_.span(), index_decode_.span(), positions_decode_.span(),
+                                               rows_decode_.span(), index_decode_.span(),
+                                               positions_decode_.span(),
                                                verdicts_.span().data() + 1, stream)
                      .ok();
         }) {}
@@ -498,7 +554,8 @@ class CapturedSteps {
     upload(rows_decode_, std::vector<std::uint16_t>(decode_rows_ * shape_.dim, fill));
     props::cuda_check(graph_.replay() ? cudaSuccess : cudaErrorLaunchFailure, "graph replay");
     Outcome got{std::vector<std::uint16_t>(prefill_rows_ * shape_.dim),
-                std::vector<std::uint16_t>(decode_rows_ * shape_.dim), std::vector<float>(ring0_.size())};
+                std::vector<std::uint16_t>(decode_rows_ * shape_.dim),
+                std::vector<float>(ring0_.size())};
     rows_prefill_.download(got.prefill);
     rows_decode_.download(got.decode);
     ring_.download(got.ring);
@@ -508,27 +565,32 @@ class CapturedSteps {
   Outcome cpu(const std::vector<float>& a, const std::vector<float>& b) const {
     Outcome want{std::vector<std::uint16_t>(prefill_rows_ * shape_.dim),
                  std::vector<std::uint16_t>(decode_rows_ * shape_.dim), ring0_};
-    std::vector<std::int32_t> i1(prefill_rows_), p1(prefill_rows_), i2(decode_rows_), p2(decode_rows_);
+    std::vector<std::int32_t> i1(prefill_rows_), p1(prefill_rows_), i2(decode_rows_),
+        p2(decode_rows_);
     EXPECT_TRUE(cpu::compress_prefill(prefill_, a, want.ring, shape_, want.prefill, i1, p1).ok());
     EXPECT_TRUE(cpu::compress_decode(decode_, b, want.ring, shape_, want.decode, i2, p2).ok());
     return want;
   }
   // a replay that refused nothing and left what the CPU leaves
   static void expect_clean(const Outcome& got, const Outcome& want, int replay) {
-    EXPECT_TRUE(cuda::compress_verdict(got.verdicts[0]).ok() && cuda::compress_verdict(got.verdicts[1]).ok())
+    EXPECT_TRUE(cuda::compress_verdict(got.verdicts[0]).ok() &&
+                cuda::compress_verdict(got.verdicts[1]).ok())
         << "replay " << replay;
     EXPECT_EQ(got.prefill, want.prefill) << "replay " << replay;
     EXPECT_EQ(got.decode, want.decode) << "replay " << replay;
-    EXPECT_EQ(std::memcmp(got.ring.data(), want.ring.data(), want.ring.size() * 4), 0) << "replay " << replay;
+    EXPECT_EQ(std::memcmp(got.ring.data(), want.ring.data(), want.ring.size() * 4), 0)
+        << "replay " << replay;
   }
 
  private:
-  // output rows of a step: a prefill's max(1, completed) per request (ratio), a decode's one per token (0)
+  // output rows of a step: a prefill's max(1, completed) per request (ratio), a decode's one per
+  // token (0)
   std::size_t rows_of(const std::vector<CompressRequest>& requests, std::int64_t ratio) const {
     std::size_t rows = 0;
     for (const auto& q : requests)
       rows += ratio == 0 ? std::size_t(q.tokens)
-                         : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / ratio - q.start / ratio));
+                         : std::size_t(std::max<std::int64_t>(
+                               1, (q.start + q.tokens) / ratio - q.start / ratio));
     return rows;
   }
   std::size_t inputs_of(const std::vector<CompressRequest>& requests) const {
@@ -538,8 +600,9 @@ class CapturedSteps {
   }
   template <class T>
   static void upload(props::DeviceBuffer<T>& to, const std::vector<T>& from) {
-    props::cuda_check(cudaMemcpy(to.span().data(), from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice),
-                      "upload");
+    props::cuda_check(
+        cudaMemcpy(to.span().data(), from.data(), from.size() * sizeof(T), cudaMemcpyHostToDevice),
+        "upload");
   }
 
   CompressShape shape_;
@@ -549,7 +612,8 @@ class CapturedSteps {
   std::size_t prefill_rows_, decode_rows_;
   props::DeviceBuffer<float> ring_, in_prefill_, in_decode_;
   props::DeviceBuffer<std::uint16_t> rows_prefill_, rows_decode_;
-  props::DeviceBuffer<std::int32_t> index_prefill_, positions_prefill_, index_decode_, positions_decode_;
+  props::DeviceBuffer<std::int32_t> index_prefill_, positions_prefill_, index_decode_,
+      positions_decode_;
   props::DeviceBuffer<cuda::DeviceVerdict> verdicts_;
   CapturedCalls graph_;
 };
@@ -564,22 +628,27 @@ TEST(CompressCuda, calls_captured_in_a_graph_replay_their_own_requests) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   const CompressShape shape{2, 64, 7, 4};
-  CapturedSteps steps(shape, {{0, 0, 5}, {2, 0, 6}, {1, 0, 3}}, {{0, 5, 3}, {2, 6, 2}, {1, 3, 3}}, 29);
+  CapturedSteps steps(shape, {{0, 0, 5}, {2, 0, 6}, {1, 0, 3}}, {{0, 5, 3}, {2, 6, 2}, {1, 3, 3}},
+                      29);
   ASSERT_TRUE(steps.ok());
   props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
   for (int replay = 0; replay < 2; ++replay) {
     // other requests, eagerly, through both scratch buffers
     for (int other = 0; other < 2; ++other) {
       const std::vector<CompressRequest> them{{3, 100 + other, 4}};
-      props::DeviceBuffer<float> in{steps.random(4 * 2 * shape.dim)}, ring_other{std::span<const float>(steps.ring0())};
+      props::DeviceBuffer<float> in{steps.random(4 * 2 * shape.dim)},
+          ring_other{std::span<const float>(steps.ring0())};
       props::DeviceBuffer<std::uint16_t> out{std::vector<std::uint16_t>(2 * shape.dim)};
-      props::DeviceBuffer<std::int32_t> idx{std::vector<std::int32_t>(2)}, pos{std::vector<std::int32_t>(2)};
-      ASSERT_TRUE(cuda::enqueue_compress_prefill(them, in.span(), ring_other.span(), shape, out.span(), idx.span(),
-                                                 pos.span(), verdict.span().data(), steps.stream())
+      props::DeviceBuffer<std::int32_t> idx{std::vector<std::int32_t>(2)},
+          pos{std::vector<std::int32_t>(2)};
+      ASSERT_TRUE(cuda::enqueue_compress_prefill(them, in.span(), ring_other.span(), shape,
+                                                 out.span(), idx.span(), pos.span(),
+                                                 verdict.span().data(), steps.stream())
                       .ok());
       ASSERT_EQ(cudaStreamSynchronize(steps.stream()), cudaSuccess);
     }
-    const std::vector<float> a = steps.random(steps.prefill_inputs()), b = steps.random(steps.decode_inputs());
+    const std::vector<float> a = steps.random(steps.prefill_inputs()),
+                             b = steps.random(steps.decode_inputs());
     CapturedSteps::expect_clean(steps.replay(a, b, 0), steps.cpu(a, b), replay);
   }
 #else
@@ -602,18 +671,22 @@ TEST(CompressCuda, each_replay_of_a_captured_call_refuses_by_its_own_inputs) {
   constexpr std::uint16_t kUntouched = 0x7777;
   for (int replay = 0; replay < 4; ++replay) {
     const bool poisoned = replay % 2 == 1;
-    std::vector<float> a = steps.random(steps.prefill_inputs()), b = steps.random(steps.decode_inputs());
-    // prefill: request 0's position 3, score channel 5; decode: request 1's position 7, latent channel 1
+    std::vector<float> a = steps.random(steps.prefill_inputs()),
+                       b = steps.random(steps.decode_inputs());
+    // prefill: request 0's position 3, score channel 5; decode: request 1's position 7, latent
+    // channel 1
     if (poisoned) a[3 * width + 5] = NAN, b[4 * width + shape.dim + 1] = NAN;
     const CapturedSteps::Outcome got = steps.replay(a, b, kUntouched);
     if (poisoned) {
-      const auto first = cuda::compress_verdict(got.verdicts[0]), second = cuda::compress_verdict(got.verdicts[1]);
+      const auto first = cuda::compress_verdict(got.verdicts[0]),
+                 second = cuda::compress_verdict(got.verdicts[1]);
       ASSERT_FALSE(first.ok() || second.ok()) << "replay " << replay;
       EXPECT_EQ(first.error(), (CompressError{ce::NonFiniteInput{0, 3 * width + 5}}));
       EXPECT_EQ(second.error(), (CompressError{ce::NonFiniteInput{0, 4 * width + shape.dim + 1}}));
       EXPECT_EQ(got.prefill, std::vector<std::uint16_t>(got.prefill.size(), kUntouched));
       EXPECT_EQ(got.decode, std::vector<std::uint16_t>(got.decode.size(), kUntouched));
-      EXPECT_EQ(std::memcmp(got.ring.data(), steps.ring0().data(), got.ring.size() * 4), 0) << "replay " << replay;
+      EXPECT_EQ(std::memcmp(got.ring.data(), steps.ring0().data(), got.ring.size() * 4), 0)
+          << "replay " << replay;
     } else {
       CapturedSteps::expect_clean(got, steps.cpu(a, b), replay);
     }
@@ -638,20 +711,24 @@ TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
   for (std::size_t i = 0; i < count; ++i) {
     requests.push_back({std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(2 + i % 3)});
     tokens += std::size_t(requests.back().tokens);
-    rows += std::size_t(std::max<std::int64_t>(1, (requests.back().start + requests.back().tokens) / 2 - requests.back().start / 2));
+    rows += std::size_t(std::max<std::int64_t>(
+        1, (requests.back().start + requests.back().tokens) / 2 - requests.back().start / 2));
   }
   std::mt19937 rng(31);
   std::normal_distribution<float> normal;
   std::vector<float> projected(tokens * 8), ring(count * 7 * 8);
   for (float& x : projected) x = normal(rng);
   for (float& x : ring) x = normal(rng);
-  props::DeviceBuffer<float> d_in{std::span<const float>(projected)}, d_ring{std::span<const float>(ring)};
+  props::DeviceBuffer<float> d_in{std::span<const float>(projected)},
+      d_ring{std::span<const float>(ring)};
   props::DeviceBuffer<std::uint16_t> d_rows{std::vector<std::uint16_t>(rows * 4)};
-  props::DeviceBuffer<std::int32_t> d_index{std::vector<std::int32_t>(rows)}, d_positions{std::vector<std::int32_t>(rows)};
+  props::DeviceBuffer<std::int32_t> d_index{std::vector<std::int32_t>(rows)},
+      d_positions{std::vector<std::int32_t>(rows)};
   props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
   CapturedCalls graph([&](cudaStream_t stream) {
-    return cuda::enqueue_compress_prefill(requests, d_in.span(), d_ring.span(), shape, d_rows.span(), d_index.span(),
-                                          d_positions.span(), verdict.span().data(), stream)
+    return cuda::enqueue_compress_prefill(requests, d_in.span(), d_ring.span(), shape,
+                                          d_rows.span(), d_index.span(), d_positions.span(),
+                                          verdict.span().data(), stream)
         .ok();
   });
   ASSERT_TRUE(graph.ok());
@@ -663,8 +740,9 @@ TEST(CompressCuda, a_captured_call_of_many_requests_replays_its_whole_table) {
     props::DeviceBuffer<std::uint16_t> rows_other{std::vector<std::uint16_t>(rows * 4)};
     props::DeviceBuffer<std::int32_t> index_other{std::vector<std::int32_t>(rows)},
         positions_other{std::vector<std::int32_t>(rows)};
-    ASSERT_TRUE(cuda::enqueue_compress_prefill(others, d_in.span(), ring_other.span(), shape, rows_other.span(),
-                                               index_other.span(), positions_other.span(), verdict.span().data(),
+    ASSERT_TRUE(cuda::enqueue_compress_prefill(others, d_in.span(), ring_other.span(), shape,
+                                               rows_other.span(), index_other.span(),
+                                               positions_other.span(), verdict.span().data(),
                                                graph.stream())
                     .ok());
     ASSERT_EQ(cudaStreamSynchronize(graph.stream()), cudaSuccess);
@@ -700,7 +778,8 @@ TEST(CompressCuda, a_decode_of_many_requests_checks_its_inputs_beside_its_table_
   std::vector<CompressRequest> requests;
   std::size_t tokens = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    requests.push_back({std::int32_t(count - 1 - i), std::int64_t(1001 + i % 4), std::int32_t(1 + i % 6)});
+    requests.push_back(
+        {std::int32_t(count - 1 - i), std::int64_t(1001 + i % 4), std::int32_t(1 + i % 6)});
     tokens += std::size_t(requests.back().tokens);
   }
   std::mt19937 rng(43);
@@ -711,9 +790,12 @@ TEST(CompressCuda, a_decode_of_many_requests_checks_its_inputs_beside_its_table_
   // request 1150 starts at 1003 (odd) and completes a row: it reads position 1002
   const CompressRequest& late = requests[1150];
   ASSERT_EQ(late.start % 2, 1);
-  const std::size_t old_entry = (std::size_t(late.state_slot) * 7 + std::size_t((late.start - 1) % 7)) * width + 3;
+  const std::size_t old_entry =
+      (std::size_t(late.state_slot) * 7 + std::size_t((late.start - 1) % 7)) * width + 3;
   const std::size_t bad_input = (tokens - 2) * width + 6;
-  struct Case { bool poison_ring, poison_input; };
+  struct Case {
+    bool poison_ring, poison_input;
+  };
   for (const Case c : {Case{false, false}, Case{true, false}, Case{true, true}}) {
     std::vector<float> in = projected, state = ring;
     if (c.poison_ring) state[old_entry] = INFINITY;
@@ -721,26 +803,29 @@ TEST(CompressCuda, a_decode_of_many_requests_checks_its_inputs_beside_its_table_
     std::vector<float> want_ring = state;
     std::vector<std::uint16_t> want(tokens * 4);
     std::vector<std::int32_t> want_index(tokens), want_positions(tokens);
-    const auto cpu = cpu::compress_decode(requests, in, want_ring, shape, want, want_index, want_positions);
+    const auto cpu =
+        cpu::compress_decode(requests, in, want_ring, shape, want, want_index, want_positions);
     ASSERT_EQ(cpu.ok(), !c.poison_ring);
     if (c.poison_ring)
       ASSERT_EQ(cpu.error(), (CompressError{c.poison_input ? ce::NonFiniteInput{0, bad_input}
-                                                            : ce::NonFiniteInput{1, old_entry}}));
+                                                           : ce::NonFiniteInput{1, old_entry}}));
     for (int mode = 0; mode < 3; ++mode) {  // waiting, queued, captured
-      props::DeviceBuffer<float> d_in{std::span<const float>(in)}, d_ring{std::span<const float>(state)};
+      props::DeviceBuffer<float> d_in{std::span<const float>(in)},
+          d_ring{std::span<const float>(state)};
       props::DeviceBuffer<std::uint16_t> d_rows{std::vector<std::uint16_t>(tokens * 4, 0x5a5a)};
       props::DeviceBuffer<std::int32_t> d_index{std::vector<std::int32_t>(tokens, 77)},
           d_positions{std::vector<std::int32_t>(tokens, 77)};
       props::DeviceBuffer<cuda::DeviceVerdict> verdict{std::vector<cuda::DeviceVerdict>(1)};
       const auto queue = [&](cudaStream_t stream) {
-        return cuda::enqueue_compress_decode(requests, d_in.span(), d_ring.span(), shape, d_rows.span(),
-                                             d_index.span(), d_positions.span(), verdict.span().data(), stream)
+        return cuda::enqueue_compress_decode(requests, d_in.span(), d_ring.span(), shape,
+                                             d_rows.span(), d_index.span(), d_positions.span(),
+                                             verdict.span().data(), stream)
             .ok();
       };
       Status<CompressError> got = Ok{};
       if (mode == 0) {
-        got = cuda::compress_decode(requests, d_in.span(), d_ring.span(), shape, d_rows.span(), d_index.span(),
-                                    d_positions.span());
+        got = cuda::compress_decode(requests, d_in.span(), d_ring.span(), shape, d_rows.span(),
+                                    d_index.span(), d_positions.span());
       } else {
         if (mode == 1) {
           ASSERT_TRUE(queue(nullptr));
@@ -761,7 +846,8 @@ TEST(CompressCuda, a_decode_of_many_requests_checks_its_inputs_beside_its_table_
       d_rows.download(got_rows);
       d_index.download(got_index);
       EXPECT_EQ(got, cpu) << "mode " << mode;
-      EXPECT_EQ(std::memcmp(got_ring.data(), want_ring.data(), want_ring.size() * 4), 0) << "mode " << mode;
+      EXPECT_EQ(std::memcmp(got_ring.data(), want_ring.data(), want_ring.size() * 4), 0)
+          << "mode " << mode;
       if (cpu.ok()) {
         EXPECT_EQ(got_rows, want) << "mode " << mode;
         EXPECT_EQ(got_index, want_index) << "mode " << mode;
@@ -786,11 +872,13 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   for (const std::size_t requests_count : {64, 72}) {
     const std::int32_t tokens = requests_count == 64 ? 512 : 1024;
-    const std::int64_t start = requests_count == 64 ? 1 : 0;  // an odd start reads a position from the ring
+    const std::int64_t start =
+        requests_count == 64 ? 1 : 0;  // an odd start reads a position from the ring
     const CompressShape shape{2, 512, 7, requests_count};
     const std::size_t width = 2 * shape.dim;
     std::vector<CompressRequest> requests;
-    for (std::size_t i = 0; i < requests_count; ++i) requests.push_back({std::int32_t(i), start, tokens - std::int32_t(i % 3)});
+    for (std::size_t i = 0; i < requests_count; ++i)
+      requests.push_back({std::int32_t(i), start, tokens - std::int32_t(i % 3)});
     std::size_t rows = 0, token_count = 0;
     for (const auto& q : requests) {
       rows += std::size_t((q.start + q.tokens) / 2 - q.start / 2);
@@ -804,16 +892,20 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
     std::vector<float> cpu_ring = ring;
     std::vector<std::uint16_t> want(rows * shape.dim);
     std::vector<std::int32_t> want_index(rows), want_positions(rows);
-    ASSERT_TRUE(cpu::compress_prefill(requests, projected, cpu_ring, shape, want, want_index, want_positions).ok());
+    ASSERT_TRUE(cpu::compress_prefill(requests, projected, cpu_ring, shape, want, want_index,
+                                      want_positions)
+                    .ok());
     const auto gpu_call = [&](const std::vector<float>& in, std::vector<float>& ring_after,
                               std::vector<std::uint16_t>& out, std::vector<std::int32_t>& index,
                               std::vector<std::int32_t>& positions) {
-      props::DeviceBuffer<float> d_in{std::span<const float>(in)}, d_ring{std::span<const float>(ring)};
+      props::DeviceBuffer<float> d_in{std::span<const float>(in)},
+          d_ring{std::span<const float>(ring)};
       props::DeviceBuffer<std::uint16_t> d_out{std::span<const std::uint16_t>(out)};
       props::DeviceBuffer<std::int32_t> d_index{std::span<const std::int32_t>(index)},
           d_positions{std::span<const std::int32_t>(positions)};
-      const auto st = cuda::compress_prefill(requests, d_in.span(), d_ring.span(), shape, d_out.span(),
-                                             d_index.span(), d_positions.span(), nullptr);
+      const auto st =
+          cuda::compress_prefill(requests, d_in.span(), d_ring.span(), shape, d_out.span(),
+                                 d_index.span(), d_positions.span(), nullptr);
       d_ring.download(ring_after);
       d_out.download(out);
       d_index.download(index);
@@ -827,18 +919,21 @@ TEST(CompressCuda, large_prefills_equal_the_cpu_and_refuse_whole) {
     EXPECT_TRUE(got == want) << requests_count << " requests: rows differ";
     EXPECT_EQ(index, want_index);
     EXPECT_EQ(positions, want_positions);
-    EXPECT_EQ(std::memcmp(ring_after.data(), cpu_ring.data(), ring.size() * 4), 0) << requests_count;
+    EXPECT_EQ(std::memcmp(ring_after.data(), cpu_ring.data(), ring.size() * 4), 0)
+        << requests_count;
     // the last request's last completed pair, its second latent's last channel; then
     // a pending position (a chunk that ends odd: request 0 of the first size, 1 + 512,
     // request 1 of the second, 0 + 1023)
     std::size_t last_pair = token_count - std::size_t(requests.back().tokens) +
                             std::size_t((start + requests.back().tokens) / 2 * 2 - 1 - start);
-    const std::size_t pending_request = requests_count == 64 ? 0 : 1;  // 512 tokens from 1; 1023 from 0
+    const std::size_t pending_request =
+        requests_count == 64 ? 0 : 1;  // 512 tokens from 1; 1023 from 0
     std::size_t pending = 0;
     for (std::size_t i = 0; i <= pending_request; ++i) pending += std::size_t(requests[i].tokens);
     // (and the last pair's first score in lane 2 of its 16-byte group: the index
     // names that lane, not the group's first)
-    for (const std::size_t bad : {last_pair * width + width - 1, last_pair * width + 6, (pending - 1) * width + 3}) {
+    for (const std::size_t bad :
+         {last_pair * width + width - 1, last_pair * width + 6, (pending - 1) * width + 3}) {
       std::vector<float> nan_in = projected;
       nan_in[bad] = NAN;
       if (bad + 1 < nan_in.size()) nan_in[bad + 1] = INFINITY;  // a later one is not the one named
@@ -872,11 +967,13 @@ class StepOnBoth {
     std::size_t rows = 0, tokens = 0;
     for (const auto& q : requests_) {
       const std::int64_t r = shape.ratio;
-      rows += decode ? std::size_t(q.tokens)
-                     : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / r - q.start / r));
+      rows += decode
+                  ? std::size_t(q.tokens)
+                  : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / r - q.start / r));
       tokens += std::size_t(q.tokens);
     }
-    std::vector<float> projected(tokens * 2 * shape.dim), ring(shape.state_slots * shape.ring * 2 * shape.dim);
+    std::vector<float> projected(tokens * 2 * shape.dim),
+        ring(shape.state_slots * shape.ring * 2 * shape.dim);
     for (float& x : projected) x = draw();
     for (float& x : ring) x = draw();
     want_ring_ = ring;
@@ -884,24 +981,29 @@ class StepOnBoth {
     want_index_.resize(rows);
     want_positions_.resize(rows);
     const auto step = decode ? cpu::compress_decode : cpu::compress_prefill;
-    cpu_ok_ = step(requests_, projected, want_ring_, shape, want_rows_, want_index_, want_positions_).ok();
+    cpu_ok_ =
+        step(requests_, projected, want_ring_, shape, want_rows_, want_index_, want_positions_)
+            .ok();
     in_ = std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(projected));
     ring_ = std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(ring));
-    rows_ = std::make_unique<props::DeviceBuffer<std::uint16_t>>(std::vector<std::uint16_t>(rows * shape.dim, 0x5a5a));
-    index_ = std::make_unique<props::DeviceBuffer<std::int32_t>>(std::vector<std::int32_t>(rows, 77));
-    positions_ = std::make_unique<props::DeviceBuffer<std::int32_t>>(std::vector<std::int32_t>(rows, 77));
+    rows_ = std::make_unique<props::DeviceBuffer<std::uint16_t>>(
+        std::vector<std::uint16_t>(rows * shape.dim, 0x5a5a));
+    index_ =
+        std::make_unique<props::DeviceBuffer<std::int32_t>>(std::vector<std::int32_t>(rows, 77));
+    positions_ =
+        std::make_unique<props::DeviceBuffer<std::int32_t>>(std::vector<std::int32_t>(rows, 77));
   }
   bool cpu_ok() const { return cpu_ok_; }
   bool run() {
     const auto step = decode_ ? cuda::compress_decode : cuda::compress_prefill;
-    return step(requests_, in_->span(), ring_->span(), shape_, rows_->span(), index_->span(), positions_->span(),
-                nullptr)
+    return step(requests_, in_->span(), ring_->span(), shape_, rows_->span(), index_->span(),
+                positions_->span(), nullptr)
         .ok();
   }
   bool queue(cudaStream_t stream) {
     const auto step = decode_ ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
-    return step(requests_, in_->span(), ring_->span(), shape_, rows_->span(), index_->span(), positions_->span(),
-                verdict_.span().data(), stream)
+    return step(requests_, in_->span(), ring_->span(), shape_, rows_->span(), index_->span(),
+                positions_->span(), verdict_.span().data(), stream)
         .ok();
   }
   bool queued_verdict_clean() {
@@ -947,16 +1049,18 @@ TEST(CompressCuda, every_kernel_path_at_d_512_and_1024_equals_the_cpu) {
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   std::minstd_rand rng(29);
   std::uniform_real_distribution<float> uniform(-8.0f, 8.0f);
-  for (const auto& [r, dim] : {std::pair<std::int64_t, std::size_t>{1, 512}, {2, 512}, {2, 1024}, {3, 512}, {4, 512}})
+  for (const auto& [r, dim] :
+       {std::pair<std::int64_t, std::size_t>{1, 512}, {2, 512}, {2, 1024}, {3, 512}, {4, 512}})
     for (const bool decode : {false, true}) {
       const std::int32_t tokens = decode ? 6 : 64;
       std::vector<CompressRequest> requests;
       for (std::int32_t i = 0; i < 16; ++i) requests.push_back({15 - i, 1001 + i, tokens - i % 2});
-      StepOnBoth step(requests, {r, dim, std::size_t(r + 6 - 1), 16}, decode, [&] { return uniform(rng); });
+      StepOnBoth step(requests, {r, dim, std::size_t(r + 6 - 1), 16}, decode,
+                      [&] { return uniform(rng); });
       ASSERT_TRUE(step.cpu_ok());
       ASSERT_TRUE(step.run());
-      step.expect_the_cpu_s((decode ? "decode at r " : "prefill at r ") + std::to_string(r) + ", D " +
-                            std::to_string(dim));
+      step.expect_the_cpu_s((decode ? "decode at r " : "prefill at r ") + std::to_string(r) +
+                            ", D " + std::to_string(dim));
     }
 #else
   GTEST_SKIP() << "built without CUDA";
@@ -980,11 +1084,14 @@ TEST(CompressCuda, every_table_length_equals_the_cpu) {
       for (const Way way : {Way::Waiting, Way::Queued, Way::Captured}) {
         std::vector<CompressRequest> requests;
         for (std::size_t i = 0; i < count; ++i)  // slots reversed, starts and lengths varied
-          requests.push_back({std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(1 + i % 4)});
+          requests.push_back(
+              {std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(1 + i % 4)});
         StepOnBoth step(requests, {2, 4, 7, count}, decode, [&] { return normal(rng); });
-        const char* how = way == Way::Waiting ? "waiting" : way == Way::Queued ? "queued" : "captured";
-        const std::string call =
-            std::string(decode ? "decode" : "prefill") + " of " + std::to_string(count) + " requests, " + how;
+        const char* how = way == Way::Waiting  ? "waiting"
+                          : way == Way::Queued ? "queued"
+                                               : "captured";
+        const std::string call = std::string(decode ? "decode" : "prefill") + " of " +
+                                 std::to_string(count) + " requests, " + how;
         ASSERT_TRUE(step.cpu_ok()) << call;
         if (way == Way::Waiting) {
           ASSERT_TRUE(step.run()) << call;

@@ -51,7 +51,8 @@ LabKeys lab_keys() {
   k.f32.assign(std::as_bytes(std::span(kKeys)).begin(), std::as_bytes(std::span(kKeys)).end());
   auto& bf16 = k.bf16;
   auto& e4m3 = k.e4m3;
-  const std::uint8_t e4m3_codes[5][2] = {{0x48, 0x00}, {0x00, 0x4c}, {0x40, 0x40}, {0xc0, 0xc0}, {0x50, 0x50}};
+  const std::uint8_t e4m3_codes[5][2] = {
+      {0x48, 0x00}, {0x00, 0x4c}, {0x40, 0x40}, {0xc0, 0xc0}, {0x50, 0x50}};
   const float scales[5] = {0.5f, 0.5f, 0.5f, 0.5f, 12.5f};
   for (std::size_t j = 0; j < 5; ++j) {
     for (std::size_t d = 0; d < 2; ++d) {
@@ -68,8 +69,9 @@ LabKeys lab_keys() {
 
 TEST(IndexerCpu, lab27_scores_in_every_key_format) {
   const LabKeys lab = lab_keys();
-  for (const IndexKeys& keys : {IndexKeys{KeyFormat::F32, lab.f32, 2}, IndexKeys{KeyFormat::BF16, lab.bf16, 2},
-                                IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
+  for (const IndexKeys& keys :
+       {IndexKeys{KeyFormat::F32, lab.f32, 2}, IndexKeys{KeyFormat::BF16, lab.bf16, 2},
+        IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
     F out(5, -7);
     ASSERT_TRUE(cpu::index_scores(kQueries, kWeights, keys, out).ok());
     EXPECT_EQ(out, kScores) << "format " << int(keys.format);
@@ -243,8 +245,9 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
       wide[6 * width + j] = j % 25 == 0 ? 1.0f + float(j) * 1e-6f : float(j % 1000) / 4000;
     }
     wide[width + 20000] = nan;  // past row 1's end
-    const V wide_ends{std::int32_t(width), 17000, 1500, 3000, std::int32_t(width), std::int32_t(width),
-                      std::int32_t(width)};
+    const V wide_ends{
+        std::int32_t(width), 17000, 1500, 3000, std::int32_t(width), std::int32_t(width),
+        std::int32_t(width)};
     for (std::size_t k : {1, 700, 2048}) {
       V expected(kRows * k);
       ASSERT_TRUE(cpu::valid_prefix_topk(wide, width, wide_ends, k, expected).ok());
@@ -253,7 +256,9 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
       // one-block method finished (its list overflows)
       V queued(kRows * k, 77);
       long long fallback_rows = -1;
-      EXPECT_TRUE(props::cuda_queued_valid_prefix_topk(wide, width, wide_ends, k, queued, &fallback_rows).ok());
+      EXPECT_TRUE(
+          props::cuda_queued_valid_prefix_topk(wide, width, wide_ends, k, queued, &fallback_rows)
+              .ok());
       EXPECT_EQ(queued, expected) << "queued, width " << width << ", k " << k;
       EXPECT_GE(fallback_rows, 1) << "width " << width << ", k " << k;
       EXPECT_LE(fallback_rows, std::int64_t(kRows));
@@ -284,7 +289,8 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   const std::vector<std::uint16_t> lab_queries{0x3f80, 0, 0, 0x3f80};  // bf16 1, 0, 0, 1
   const LabKeys lab = lab_keys();
-  for (const IndexKeys& keys : {IndexKeys{KeyFormat::BF16, lab.bf16, 2}, IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
+  for (const IndexKeys& keys :
+       {IndexKeys{KeyFormat::BF16, lab.bf16, 2}, IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
     F out(5, -7);
     const auto st = props::cuda_index_scores(lab_queries, kWeights, 1, keys, out);
     ASSERT_TRUE(st.ok()) << st.error();
@@ -293,7 +299,9 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
 
   // 2 key tiles and 2 query groups; then D > 128 (the 16-slice kernel), an odd D
   // (element-wise loads) and H not a multiple of 16; then the widest D with 64 heads.
-  struct Case { std::size_t T, H, D, L; };
+  struct Case {
+    std::size_t T, H, D, L;
+  };
   for (const Case& c : {Case{40, 5, 24, 300}, Case{3, 17, 201, 130}, Case{2, 64, 256, 40}}) {
     std::vector<std::uint16_t> queries(c.T * c.H * c.D);
     F query_values(queries.size()), weights(c.T * c.H);
@@ -304,26 +312,36 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
     for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
     std::vector<std::byte> keys(c.L * c.D * 2);
     for (std::size_t i = 0; i < c.L * c.D; ++i) {
-      const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(float(int(i * 13 % 31) - 15)) >> 16);
+      const auto h =
+          std::uint16_t(std::bit_cast<std::uint32_t>(float(int(i * 13 % 31) - 15)) >> 16);
       std::memcpy(keys.data() + 2 * i, &h, 2);
     }
     const IndexKeys batch_keys{KeyFormat::BF16, keys, c.D};
     F out(c.T * c.L, NAN);
     ASSERT_TRUE(props::cuda_index_scores(queries, weights, c.T, batch_keys, out).ok());
     const auto want = model::index_scores_batch(query_values, weights, c.T, batch_keys).value();
-    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(model::exact(out[i]), want[i]) << "D " << c.D << " score " << i;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      ASSERT_EQ(model::exact(out[i]), want[i]) << "D " << c.D << " score " << i;
   }
 
   F untouched(5, -7);
-  EXPECT_EQ(props::cuda_index_scores(lab_queries, kWeights, 1, IndexKeys{KeyFormat::F32, lab.f32, 2}, untouched).error(),
+  EXPECT_EQ(props::cuda_index_scores(lab_queries, kWeights, 1,
+                                     IndexKeys{KeyFormat::F32, lab.f32, 2}, untouched)
+                .error(),
             (IndexerError{ie::UnsupportedOnDevice{KeyFormat::F32, 2, 2}}));
   const std::vector<std::uint16_t> wide(257);
-  EXPECT_EQ(props::cuda_index_scores(wide, F{1}, 1, IndexKeys{KeyFormat::BF16, {}, 257}, untouched).error(),
+  EXPECT_EQ(props::cuda_index_scores(wide, F{1}, 1, IndexKeys{KeyFormat::BF16, {}, 257}, untouched)
+                .error(),
             (IndexerError{ie::UnsupportedOnDevice{KeyFormat::BF16, 1, 257}}));
-  const std::vector<std::uint16_t> many_heads(128 * 256);  // 270 KB of tiles: more than a block holds
-  EXPECT_EQ(props::cuda_index_scores(many_heads, F(128, 1.0f), 1, IndexKeys{KeyFormat::BF16, {}, 256}, untouched).error(),
+  const std::vector<std::uint16_t> many_heads(128 *
+                                              256);  // 270 KB of tiles: more than a block holds
+  EXPECT_EQ(props::cuda_index_scores(many_heads, F(128, 1.0f), 1,
+                                     IndexKeys{KeyFormat::BF16, {}, 256}, untouched)
+                .error(),
             (IndexerError{ie::UnsupportedOnDevice{KeyFormat::BF16, 128, 256}}));
-  EXPECT_EQ(props::cuda_index_scores(lab_queries, F{1, NAN}, 1, IndexKeys{KeyFormat::BF16, lab.bf16, 2}, untouched).error(),
+  EXPECT_EQ(props::cuda_index_scores(lab_queries, F{1, NAN}, 1,
+                                     IndexKeys{KeyFormat::BF16, lab.bf16, 2}, untouched)
+                .error(),
             (IndexerError{ie::NonFiniteInput{1, 1}}));
   EXPECT_EQ(untouched, F(5, -7));
 #else

@@ -18,7 +18,8 @@ namespace pe = paging_error;
 class Paging : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam().starts_with("cuda") && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+    if (GetParam().starts_with("cuda") && !props::gpu_present())
+      GTEST_SKIP() << "no CUDA device visible";
     for (auto& b : props::all_paging_backends())
       if (b.name == GetParam()) backend = b;
   }
@@ -60,18 +61,19 @@ TEST_P(Paging, in_place_conversion_matches) {
 // on (docs/paging.md); a bad geometry or shape it refuses the same way, writing
 // nothing.
 TEST_P(Paging, the_masked_conversion_maps_each_refused_lane_to_minus_one) {
-  const auto masked = [&](const V& rows, std::size_t k, const V& counts, const V& table, std::size_t per,
-                          std::int64_t b, std::int64_t r) {
+  const auto masked = [&](const V& rows, std::size_t k, const V& counts, const V& table,
+                          std::size_t per, std::int64_t b, std::int64_t r) {
     V out(rows.size(), 77);
     EXPECT_TRUE(backend.masked(rows, k, counts, table, per, b, r, out).ok());
     return out;
   };
-  EXPECT_EQ(masked({1, 8, 2}, 3, {3}, {7, 2}, 2, 8, 2), (V{29, -1, 30}));  // row past the table
+  EXPECT_EQ(masked({1, 8, 2}, 3, {3}, {7, 2}, 2, 8, 2), (V{29, -1, 30}));   // row past the table
   EXPECT_EQ(masked({1, -2, 2}, 3, {3}, {7, 2}, 2, 8, 2), (V{29, -1, 30}));  // row below -1
   EXPECT_EQ(masked({1, 4, 5}, 3, {3}, {7, -1}, 2, 8, 2), (V{29, -1, -1}));  // negative block
   EXPECT_EQ(masked({1, 0}, 2, {2}, {0x7fffffff}, 1, 8, 2), (V{-1, -1}));    // slots past INT32_MAX
-  EXPECT_EQ(masked({3, 0}, 2, {2}, {0x1fffffff}, 1, 8, 2), (V{0x7fffffff, 0x7ffffffc}));  // INT32_MAX itself
-  EXPECT_EQ(masked({0, 3}, 2, {2}, {0x20000000}, 1, 8, 2), (V{-1, -1}));                   // and one past it
+  EXPECT_EQ(masked({3, 0}, 2, {2}, {0x1fffffff}, 1, 8, 2),
+            (V{0x7fffffff, 0x7ffffffc}));                                 // INT32_MAX itself
+  EXPECT_EQ(masked({0, 3}, 2, {2}, {0x20000000}, 1, 8, 2), (V{-1, -1}));  // and one past it
   const std::int64_t huge = std::int64_t(1) << 33;  // Bc = 2^33: only block 0 holds a slot
   EXPECT_EQ(masked({5, 0}, 2, {2}, {0x7fffffff}, 1, huge, 1), (V{-1, -1}));
   EXPECT_EQ(masked({5, 0}, 2, {2}, {1}, 1, huge, 1), (V{-1, -1}));
@@ -91,8 +93,8 @@ TEST_P(Paging, the_masked_conversion_maps_each_refused_lane_to_minus_one) {
 }
 
 TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
-  auto refused = [&](const V& rows, std::size_t k, const V& counts, const V& table,
-                     std::size_t per, std::int64_t b, std::int64_t r, PagingError want) {
+  auto refused = [&](const V& rows, std::size_t k, const V& counts, const V& table, std::size_t per,
+                     std::int64_t b, std::int64_t r, PagingError want) {
     V out(rows.size(), 77);
     const auto st = backend.slots(rows, k, counts, table, per, b, r, out);
     ASSERT_FALSE(st.ok());
@@ -107,10 +109,12 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
   refused({1, -2}, 2, {2}, {7, 2}, 2, 8, 2, pe::RowOutsideTable{1, -2});
   refused({1, 4}, 2, {2}, {7, -1}, 2, 8, 2, pe::BadBlock{1, -1});
   refused({1}, 1, {1}, {0x7fffffff}, 1, 8, 2, pe::BadBlock{0, 0x7fffffff});
-  refused({0}, 1, {1}, {0x20000000}, 1, 8, 2, pe::BadBlock{0, 0x20000000});  // slot 2^31: one past INT32_MAX
+  refused({0}, 1, {1}, {0x20000000}, 1, 8, 2,
+          pe::BadBlock{0, 0x20000000});  // slot 2^31: one past INT32_MAX
   // Bc = 2^33: block Bc wraps 64 bits for this block, and is still refused.
   refused({5, 0}, 2, {2}, {0x7fffffff}, 1, std::int64_t(1) << 33, 1, pe::BadBlock{0, 0x7fffffff});
-  refused({5, 0}, 2, {2}, {1}, 1, std::int64_t(1) << 33, 1, pe::BadBlock{0, 1});  // block 1: 2^33 + 5
+  refused({5, 0}, 2, {2}, {1}, 1, std::int64_t(1) << 33, 1,
+          pe::BadBlock{0, 1});  // block 1: 2^33 + 5
 }
 
 // Past lab size, on an H200: a call one resident grid's registers hold (the CUDA
@@ -128,8 +132,9 @@ TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
     std::int32_t most_block;  // keeps every slot below 2^31
     std::size_t scale;        // requests are 300, 2700 and 6000 times this
   };
-  for (const Geometry geo : {Geometry{2048, 1024, 64, 4, 1 << 20, 1}, Geometry{2047, 2000, 3000009, 3, 2100, 1},
-                             Geometry{100, 16, 64, 4, 1 << 20, 20}}) {
+  for (const Geometry geo :
+       {Geometry{2048, 1024, 64, 4, 1 << 20, 1}, Geometry{2047, 2000, 3000009, 3, 2100, 1},
+        Geometry{100, 16, 64, 4, 1 << 20, 20}}) {
     const std::size_t k = geo.k, per = geo.per;
     const std::int64_t bc = geo.block_tokens / geo.ratio, rows_in_table = std::int64_t(per) * bc;
     const auto slots = [&](const V& rows, const V& counts, const V& tables, V& out) {
@@ -137,14 +142,16 @@ TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
     };
     for (const std::size_t requests : {300 * geo.scale, 2700 * geo.scale, 6000 * geo.scale}) {
       std::mt19937 rng(5);
-      std::uniform_int_distribution<std::int32_t> row(-1, std::int32_t(rows_in_table - 1)), block(0, geo.most_block);
+      std::uniform_int_distribution<std::int32_t> row(-1, std::int32_t(rows_in_table - 1)),
+          block(0, geo.most_block);
       V rows(requests * k), counts(requests), tables(requests * per);
       for (auto& r : rows) r = row(rng);
       for (auto& b : tables) b = block(rng);
       for (std::size_t n = 0; n < requests; ++n) counts[n] = std::int32_t((n * 37) % (k + 1));
       V want(rows.size()), got(rows.size(), 77);
       if (backend.name == "model") {
-        ASSERT_TRUE(cpu::paged_slots(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, want).ok());
+        ASSERT_TRUE(
+            cpu::paged_slots(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, want).ok());
       } else {
         auto exact = model::paged_slots(rows, k, counts, tables, per, geo.block_tokens, geo.ratio);
         ASSERT_TRUE(exact.ok());
@@ -158,15 +165,18 @@ TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
       V untouched(rows.size(), 77);
       const auto st = slots(rows, counts, tables, untouched);
       ASSERT_FALSE(st.ok());
-      EXPECT_EQ(st.error(), (PagingError{pe::RowOutsideTable{early, -9}})) << requests << " requests, K " << k;
+      EXPECT_EQ(st.error(), (PagingError{pe::RowOutsideTable{early, -9}}))
+          << requests << " requests, K " << k;
       EXPECT_EQ(untouched, V(rows.size(), 77));
       // The masked conversion of the same lanes: the model's, the two bad lanes -1.
-      auto exact_masked = model::paged_slots_masked(rows, k, counts, tables, per, geo.block_tokens, geo.ratio);
+      auto exact_masked =
+          model::paged_slots_masked(rows, k, counts, tables, per, geo.block_tokens, geo.ratio);
       ASSERT_TRUE(exact_masked.ok());
       EXPECT_EQ(exact_masked.value()[early], -1);
       EXPECT_EQ(exact_masked.value()[late], -1);
       V masked(rows.size(), 77);
-      ASSERT_TRUE(backend.masked(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, masked).ok());
+      ASSERT_TRUE(
+          backend.masked(rows, k, counts, tables, per, geo.block_tokens, geo.ratio, masked).ok());
       EXPECT_EQ(masked, exact_masked.value()) << requests << " requests, K " << k;
     }
   }

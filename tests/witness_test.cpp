@@ -217,8 +217,8 @@ TEST_P(Witness, the_serving_row_is_causal_distinct_ordered_and_within_budget) {
       if (x != -1) w.push_back(x);
     const std::size_t n = std::min(w.size(), topk - keep);
     for (std::size_t j = 0; j < n; ++j) EXPECT_EQ(out[keep + j], w[j]);
-    EXPECT_TRUE(std::is_sorted(out.begin() + std::ptrdiff_t(keep),
-                               out.begin() + std::ptrdiff_t(keep + n)));
+    EXPECT_TRUE(
+        std::is_sorted(out.begin() + std::ptrdiff_t(keep), out.begin() + std::ptrdiff_t(keep + n)));
     EXPECT_TRUE(std::equal(row.begin() + std::ptrdiff_t(keep + n), row.end(),
                            out.begin() + std::ptrdiff_t(keep + n)));
     V valid;
@@ -298,8 +298,8 @@ TEST_P(Witness, coverage_and_recall_match_a_hand_computed_example) {
   const V policy = apply({0, 3, 5, -1}, 4, {8}, 3, 4, 1);
   ASSERT_EQ(policy, (V{0, 3, 5, 6}));
   // Dyadic weights in 64ths: 32, 1, 1, 14, 1, 8, 6, 1 (sum 64).
-  const std::vector<double> a{0.5, 1.0 / 64, 1.0 / 64, 14.0 / 64, 1.0 / 64, 0.125, 6.0 / 64,
-                              1.0 / 64};
+  const std::vector<double> a{0.5,      1.0 / 64, 1.0 / 64, 14.0 / 64,
+                              1.0 / 64, 0.125,    6.0 / 64, 1.0 / 64};
   EXPECT_EQ(model::segment_coverage(policy, 8, 4), 1.0);
   EXPECT_EQ(model::attention_mass_recall(policy, a), 0.9375);
   const V local = model::locality_null(8, model::valid_slot_count(policy, 8));

@@ -36,7 +36,8 @@ void release(void* p, std::size_t bytes) {
 }
 
 void* reallocate(void* p, std::size_t old_bytes, std::size_t new_bytes) {
-  if (pooled(old_bytes) && pooled(new_bytes) && class_of(old_bytes) == class_of(new_bytes)) return p;
+  if (pooled(old_bytes) && pooled(new_bytes) && class_of(old_bytes) == class_of(new_bytes))
+    return p;
   void* q = allocate(new_bytes);
   std::memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
   release(p, old_bytes);

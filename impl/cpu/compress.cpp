@@ -1,10 +1,10 @@
 #include "impl/cpu/compress.hpp"
 
+#include <immintrin.h>
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <immintrin.h>
 #include <vector>
 
 #include "impl/compress_math.hpp"
@@ -31,7 +31,8 @@ struct Call {
 // the compiler vectorises (an early-exit search costs a third of a prefill's time).
 bool any_non_finite(std::span<const float> xs) {
   std::uint32_t bad = 0;
-  for (const float x : xs) bad |= std::uint32_t((std::bit_cast<std::uint32_t>(x) & 0x7f800000u) == 0x7f800000u);
+  for (const float x : xs)
+    bad |= std::uint32_t((std::bit_cast<std::uint32_t>(x) & 0x7f800000u) == 0x7f800000u);
   return bad != 0;
 }
 
@@ -39,8 +40,10 @@ bool any_non_finite(std::span<const float> xs) {
 std::optional<CompressError> non_finite(const Call& c) {
   const auto bad = !any_non_finite(c.projected)
                        ? c.projected.end()
-                       : std::find_if(c.projected.begin(), c.projected.end(), [](float x) { return !std::isfinite(x); });
-  if (bad != c.projected.end()) return ce::NonFiniteInput{0, std::size_t(bad - c.projected.begin())};
+                       : std::find_if(c.projected.begin(), c.projected.end(),
+                                      [](float x) { return !std::isfinite(x); });
+  if (bad != c.projected.end())
+    return ce::NonFiniteInput{0, std::size_t(bad - c.projected.begin())};
   const std::size_t width = 2 * c.shape.dim, S = c.shape.ring;
   std::optional<std::size_t> first;
   for (const CompressRequest& q : c.requests) {
@@ -59,10 +62,10 @@ std::optional<CompressError> non_finite(const Call& c) {
 // row at +D), channels [from, D). The portable build (fmaf from libm, exact) and the
 // CUDA kernels run exactly this.
 [[gnu::always_inline]] inline void compress_channels(const float* const* g, int r, std::size_t from,
-                                                      std::size_t D, std::uint16_t* row) {
+                                                     std::size_t D, std::uint16_t* row) {
   for (std::size_t d = from; d < D; ++d)
-    row[d] = impl::bf16_nearest(impl::gated_mean([&](int t) { return g[t][d]; },
-                                                 [&](int t) { return g[t][D + d]; }, r));
+    row[d] = impl::bf16_nearest(
+        impl::gated_mean([&](int t) { return g[t][d]; }, [&](int t) { return g[t][D + d]; }, r));
 }
 void compress_channels_portable(const float* const* g, int r, std::size_t D, std::uint16_t* row) {
   compress_channels(g, r, 0, D, row);
@@ -71,7 +74,8 @@ void compress_channels_portable(const float* const* g, int r, std::size_t D, std
 // 2^e on eight lanes, e in [-149, 0]: impl::scale_by_power_of_two's factor.
 __attribute__((target("avx2,fma"))) inline __m256 power_of_two8(__m256i e) {
   const __m256i normal = _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23);
-  const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_add_epi32(e, _mm256_set1_epi32(149)));
+  const __m256i tiny =
+      _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_add_epi32(e, _mm256_set1_epi32(149)));
   const __m256i is_normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(-127));
   return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, is_normal));
 }
@@ -81,7 +85,8 @@ __attribute__((target("avx2,fma"))) inline __m256 power_of_two8(__m256i e) {
 // three outcomes (0 below -104, one scaling, two scalings for k = -150) are blended.
 __attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive8(__m256 x) {
   const __m256 round = _mm256_set1_ps(12582912.0f);
-  const __m256 k = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round), round);
+  const __m256 k =
+      _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round), round);
   __m256 f = _mm256_fmadd_ps(k, _mm256_set1_ps(-0.693359375f), x);
   f = _mm256_fmadd_ps(k, _mm256_set1_ps(2.12194440e-4f), f);
   __m256 p = _mm256_set1_ps(1.9875691500e-4f);
@@ -92,7 +97,8 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive8(__m256 x) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.0000001201e-1f));
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(f, f), f), _mm256_set1_ps(1.0f));
   const __m256i ki = _mm256_cvttps_epi32(k);
-  const __m256 once = _mm256_mul_ps(y, power_of_two8(_mm256_max_epi32(ki, _mm256_set1_epi32(-149))));
+  const __m256 once =
+      _mm256_mul_ps(y, power_of_two8(_mm256_max_epi32(ki, _mm256_set1_epi32(-149))));
   const __m256 twice = _mm256_mul_ps(_mm256_mul_ps(y, power_of_two8(_mm256_set1_epi32(-75))),
                                      power_of_two8(_mm256_add_epi32(ki, _mm256_set1_epi32(75))));
   const __m256i scaled_once = _mm256_cmpgt_epi32(ki, _mm256_set1_epi32(-150));
@@ -104,8 +110,10 @@ __attribute__((target("avx2,fma"))) inline __m256 exp_nonpositive8(__m256 x) {
 __attribute__((target("avx2,fma"))) inline __m128i bf16_nearest8(__m256 z) {
   const __m256i bits = _mm256_castps_si256(z);
   const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  const __m256i half = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), odd), 16);
-  const __m256i packed = _mm256_packus_epi32(half, half);  // per 128-bit lane: h0..h3 h0..h3 | h4..h7 h4..h7
+  const __m256i half = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), odd), 16);
+  const __m256i packed =
+      _mm256_packus_epi32(half, half);  // per 128-bit lane: h0..h3 h0..h3 | h4..h7 h4..h7
   return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
 }
 
@@ -113,8 +121,8 @@ __attribute__((target("avx2,fma"))) inline __m128i bf16_nearest8(__m256 z) {
 // for t ascending, one division), the rest of the channels as the portable build.
 // maxps and fmaxf may pick different zeros for +0 and -0; s - m is then +-0 and its
 // exp 1 either way, so the rows agree.
-__attribute__((target("avx2,fma"))) void compress_channels_avx2(const float* const* g, int r, std::size_t D,
-                                                                std::uint16_t* row) {
+__attribute__((target("avx2,fma"))) void compress_channels_avx2(const float* const* g, int r,
+                                                                std::size_t D, std::uint16_t* row) {
   std::size_t d = 0;
   for (; d + 8 <= D; d += 8) {
     __m256 m = _mm256_loadu_ps(g[0] + d);
@@ -154,7 +162,8 @@ void write_row(const Call& c, std::size_t out, std::int64_t j, Entry entry) {
 
 void copy_to_ring(const Call& c, const CompressRequest& q, std::int64_t p, const float* from) {
   const std::size_t width = 2 * c.shape.dim, S = c.shape.ring;
-  std::memcpy(c.ring.data() + (std::size_t(q.state_slot) * S + std::size_t(p) % S) * width, from, width * 4);
+  std::memcpy(c.ring.data() + (std::size_t(q.state_slot) * S + std::size_t(p) % S) * width, from,
+              width * 4);
 }
 
 const float* ring_entry(const Call& c, const CompressRequest& q, std::int64_t p) {
@@ -210,8 +219,10 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
   return run(Call{requests, projected, ring, shape, rows, row_index, positions}, Step::Decode);
 }
 
-__attribute__((target("avx2,fma"))) static void exp_lanes(const float* x, float* out, std::size_t n) {
-  for (std::size_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp_nonpositive8(_mm256_loadu_ps(x + i)));
+__attribute__((target("avx2,fma"))) static void exp_lanes(const float* x, float* out,
+                                                          std::size_t n) {
+  for (std::size_t i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, exp_nonpositive8(_mm256_loadu_ps(x + i)));
 }
 
 bool exp_nonpositive_avx2(const float* x, float* out, std::size_t n) {

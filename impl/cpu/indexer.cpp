@@ -62,7 +62,8 @@ void select_row(const float* row, std::size_t n, std::size_t k, std::int32_t* ou
   if (n <= k) {
     for (; written < n; ++written) out[written] = std::int32_t(written);
   } else if (k > 0) {
-    const auto [threshold, above] = kth_largest(n, k, [&](std::size_t j) { return order_key(row[j]); });
+    const auto [threshold, above] =
+        kth_largest(n, k, [&](std::size_t j) { return order_key(row[j]); });
     std::size_t ties = k - above;  // equal keys taken lowest index first
     for (std::size_t j = 0; j < n && written < k; ++j) {
       const std::uint32_t key = order_key(row[j]);
@@ -140,7 +141,8 @@ Status<IndexerError> candidate_topk(std::span<const float> row, std::size_t end,
       }
   // The model checks candidates in the caller's block order: report the same entry.
   for (std::int32_t b : retained_blocks)
-    for (std::size_t j = std::size_t(b) * block_size; j < std::min((std::size_t(b) + 1) * block_size, end); ++j)
+    for (std::size_t j = std::size_t(b) * block_size;
+         j < std::min((std::size_t(b) + 1) * block_size, end); ++j)
       if (!std::isfinite(row[j])) return ie::NonFiniteScore{0, j};
   if (out.size() != k) return ie::ShapeMismatch{k, out.size()};
   select_row(compact.data(), compact.size(), k, out.data());
@@ -172,7 +174,8 @@ Result<std::size_t, IndexerError> prefill_chunk_rows(std::size_t row_width,
                                                      std::size_t bytes_per_logit) {
   const std::size_t row_bytes = row_width * bytes_per_logit;
   if (row_bytes == 0) return MAX_PREFILL_CHUNK_ROWS;
-  const std::size_t rows = std::min(MAX_PREFILL_CHUNK_ROWS, (budget_bytes / row_bytes) & ~std::size_t(7));
+  const std::size_t rows =
+      std::min(MAX_PREFILL_CHUNK_ROWS, (budget_bytes / row_bytes) & ~std::size_t(7));
   if (rows == 0) return ie::BudgetTooSmall{budget_bytes, row_bytes};
   return rows;
 }

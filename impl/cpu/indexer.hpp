@@ -33,8 +33,7 @@ Status<IndexerError> candidate_topk(std::span<const float> row, std::size_t end,
 // out has compact's length and may be compact itself.
 Status<IndexerError> restore_candidate_indices(std::span<const std::int32_t> compact,
                                                std::span<const std::int32_t> retained_blocks,
-                                               std::size_t block_size,
-                                               std::span<std::int32_t> out);
+                                               std::size_t block_size, std::span<std::int32_t> out);
 
 Result<std::size_t, IndexerError> prefill_chunk_rows(std::size_t row_width,
                                                      std::size_t budget_bytes,

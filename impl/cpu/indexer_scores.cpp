@@ -7,8 +7,8 @@
 #include <cstring>
 #include <optional>
 
-#include "impl/cpu/indexer.hpp"
 #include "impl/cpu/dispatch.hpp"
+#include "impl/cpu/indexer.hpp"
 #include "impl/cpu/parallel.hpp"
 
 namespace aether::cpu {
@@ -24,7 +24,8 @@ const std::array<float, 256>& e4m3_table() {
     std::array<float, 256> t{};
     for (int b = 0; b < 256; ++b) {
       const int e = (b >> 3) & 15, m = b & 7;
-      const float magnitude = e == 0 ? std::ldexp(float(m) / 8, -6) : std::ldexp(1 + float(m) / 8, e - 7);
+      const float magnitude =
+          e == 0 ? std::ldexp(float(m) / 8, -6) : std::ldexp(1 + float(m) / 8, e - 7);
       t[std::size_t(b)] = (e == 15 && m == 7) ? NAN : (b & 0x80 ? -magnitude : magnitude);
     }
     return t;
@@ -49,9 +50,12 @@ float element(const std::byte* row, std::size_t d) {
 
 float element(const IndexKeys& keys, const std::byte* row, std::size_t d) {
   switch (keys.format) {
-    case KeyFormat::F32: return element<KeyFormat::F32>(row, d);
-    case KeyFormat::BF16: return element<KeyFormat::BF16>(row, d);
-    default: return element<KeyFormat::E4M3>(row, d);
+    case KeyFormat::F32:
+      return element<KeyFormat::F32>(row, d);
+    case KeyFormat::BF16:
+      return element<KeyFormat::BF16>(row, d);
+    default:
+      return element<KeyFormat::E4M3>(row, d);
   }
 }
 
@@ -95,7 +99,8 @@ bool any_non_finite_bits(const IndexKeys& keys) {
     const std::size_t row_bytes = keys.dim + 4, rows = keys.bytes.size() / row_bytes;
     for (std::size_t j = 0; j < rows; ++j) {
       const std::byte* row = keys.bytes.data() + j * row_bytes;
-      for (std::size_t d = 0; d < keys.dim; ++d) bad |= std::uint32_t((std::uint8_t(row[d]) & 0x7f) == 0x7f);
+      for (std::size_t d = 0; d < keys.dim; ++d)
+        bad |= std::uint32_t((std::uint8_t(row[d]) & 0x7f) == 0x7f);
       std::uint32_t w;
       std::memcpy(&w, row + keys.dim, 4);
       bad |= std::uint32_t((w & 0x7f800000u) == 0x7f800000u) | std::uint32_t(w > 0x80000000u);
@@ -144,8 +149,8 @@ float score_one(std::span<const float> queries, std::span<const float> weights,
 
 // A full tile of F32 or BF16 keys with D a multiple of 8, as decode_tile gives it,
 // by 8 x 8 register transposes: the scalar transpose cost a quarter of the FMA time.
-__attribute__((target("avx2,fma"))) void transpose_tile_avx2(const IndexKeys& keys, std::size_t first,
-                                                             float* tile) {
+__attribute__((target("avx2,fma"))) void transpose_tile_avx2(const IndexKeys& keys,
+                                                             std::size_t first, float* tile) {
   const std::size_t dim = keys.dim, row_bytes = key_row_bytes(keys.format, dim);
   const bool f32 = keys.format == KeyFormat::F32;
   for (std::size_t t0 = 0; t0 < kTile; t0 += 8)
@@ -155,7 +160,9 @@ __attribute__((target("avx2,fma"))) void transpose_tile_avx2(const IndexKeys& ke
         const std::byte* row = keys.bytes.data() + (first + t0 + std::size_t(i)) * row_bytes;
         r[i] = f32 ? _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d0)
                    : _mm256_castsi256_ps(_mm256_slli_epi32(
-                         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d0))), 16));
+                         _mm256_cvtepu16_epi32(
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d0))),
+                         16));
       }
       // 8 x 8 transpose: unpack pairs, then quads, then swap 128-bit halves
       const __m256 a0 = _mm256_unpacklo_ps(r[0], r[1]), a1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -166,10 +173,11 @@ __attribute__((target("avx2,fma"))) void transpose_tile_avx2(const IndexKeys& ke
       const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xee);
       const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xee);
       const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xee);
-      const __m256 c[8] = {_mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
-                           _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
-                           _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
-                           _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
+      const __m256 c[8] = {
+          _mm256_permute2f128_ps(b0, b4, 0x20), _mm256_permute2f128_ps(b1, b5, 0x20),
+          _mm256_permute2f128_ps(b2, b6, 0x20), _mm256_permute2f128_ps(b3, b7, 0x20),
+          _mm256_permute2f128_ps(b0, b4, 0x31), _mm256_permute2f128_ps(b1, b5, 0x31),
+          _mm256_permute2f128_ps(b2, b6, 0x31), _mm256_permute2f128_ps(b3, b7, 0x31)};
       for (int i = 0; i < 8; ++i) _mm256_store_ps(tile + (d0 + std::size_t(i)) * kTile + t0, c[i]);
     }
 }
@@ -178,9 +186,10 @@ __attribute__((target("avx2,fma"))) void transpose_tile_avx2(const IndexKeys& ke
 // FMAs (kN = 6 keeps 12 accumulators, the two key vectors and a query broadcast in
 // the 16 ymm registers), then the heads' weighted ReLU in ascending order.
 template <int kN>
-__attribute__((target("avx2,fma"))) inline void score_heads(const float* queries, const float* weights,
-                                                             std::size_t dim, std::size_t h, const float* tile,
-                                                             __m256& score0, __m256& score1) {
+__attribute__((target("avx2,fma"))) inline void score_heads(const float* queries,
+                                                            const float* weights, std::size_t dim,
+                                                            std::size_t h, const float* tile,
+                                                            __m256& score0, __m256& score1) {
   const __m256 zero = _mm256_setzero_ps();
   __m256 acc[kN][2];
   for (int i = 0; i < kN; ++i) acc[i][0] = acc[i][1] = zero;
@@ -202,27 +211,36 @@ __attribute__((target("avx2,fma"))) inline void score_heads(const float* queries
 // kTile keys from `first`, the same operations eight keys to a vector: keys are
 // decoded into a [D][kTile] tile, six (then four) heads at a time share each tile load.
 __attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> queries,
-                                                          std::span<const float> weights,
-                                                          const IndexKeys& keys,
-                                                          std::size_t first, std::size_t count,
-                                                          float* tile, float* out) {
+                                                         std::span<const float> weights,
+                                                         const IndexKeys& keys, std::size_t first,
+                                                         std::size_t count, float* tile,
+                                                         float* out) {
   const std::size_t dim = keys.dim, heads = weights.size();
   const std::size_t row_bytes = key_row_bytes(keys.format, dim);
   if (count == kTile && dim % 8 == 0 && keys.format != KeyFormat::E4M3) {
     transpose_tile_avx2(keys, first, tile);
   } else {
     switch (keys.format) {
-      case KeyFormat::F32: decode_tile<KeyFormat::F32>(keys, first, count, tile); break;
-      case KeyFormat::BF16: decode_tile<KeyFormat::BF16>(keys, first, count, tile); break;
-      case KeyFormat::E4M3: decode_tile<KeyFormat::E4M3>(keys, first, count, tile); break;
+      case KeyFormat::F32:
+        decode_tile<KeyFormat::F32>(keys, first, count, tile);
+        break;
+      case KeyFormat::BF16:
+        decode_tile<KeyFormat::BF16>(keys, first, count, tile);
+        break;
+      case KeyFormat::E4M3:
+        decode_tile<KeyFormat::E4M3>(keys, first, count, tile);
+        break;
     }
   }
   const __m256 zero = _mm256_setzero_ps();
   __m256 score0 = zero, score1 = zero;
   std::size_t h = 0;
-  for (; h + 6 <= heads; h += 6) score_heads<6>(queries.data(), weights.data(), dim, h, tile, score0, score1);
-  for (; h + 4 <= heads; h += 4) score_heads<4>(queries.data(), weights.data(), dim, h, tile, score0, score1);
-  for (; h < heads; ++h) score_heads<1>(queries.data(), weights.data(), dim, h, tile, score0, score1);
+  for (; h + 6 <= heads; h += 6)
+    score_heads<6>(queries.data(), weights.data(), dim, h, tile, score0, score1);
+  for (; h + 4 <= heads; h += 4)
+    score_heads<4>(queries.data(), weights.data(), dim, h, tile, score0, score1);
+  for (; h < heads; ++h)
+    score_heads<1>(queries.data(), weights.data(), dim, h, tile, score0, score1);
   alignas(32) float scores[kTile];
   _mm256_store_ps(scores, score0);
   _mm256_store_ps(scores + 8, score1);
@@ -241,20 +259,20 @@ Status<IndexerError> index_scores(std::span<const float> queries, std::span<cons
   if (out.size() != rows) return ie::ShapeMismatch{rows, out.size()};
   const bool avx2 = use_avx2();
   const std::size_t tiles = (rows + kTile - 1) / kTile;
-  for_each_row(tiles, kTile * keys.dim * std::max<std::size_t>(weights.size(), 1),
-               [&](std::size_t t) {
-                 const std::size_t first = t * kTile, count = std::min(kTile, rows - first);
-                 if (avx2) {
-                   thread_local std::vector<float, std::allocator<float>> buffer;
-                   buffer.resize(keys.dim * kTile + 8);
-                   float* tile = reinterpret_cast<float*>(
-                       (reinterpret_cast<std::uintptr_t>(buffer.data()) + 31) & ~std::uintptr_t(31));
-                   score_tile_avx2(queries, weights, keys, first, count, tile, out.data() + first);
-                 } else {
-                   for (std::size_t j = first; j < first + count; ++j)
-                     out[j] = score_one(queries, weights, keys, keys.bytes.data() + j * row_bytes);
-                 }
-               });
+  for_each_row(
+      tiles, kTile * keys.dim * std::max<std::size_t>(weights.size(), 1), [&](std::size_t t) {
+        const std::size_t first = t * kTile, count = std::min(kTile, rows - first);
+        if (avx2) {
+          thread_local std::vector<float, std::allocator<float>> buffer;
+          buffer.resize(keys.dim * kTile + 8);
+          float* tile = reinterpret_cast<float*>(
+              (reinterpret_cast<std::uintptr_t>(buffer.data()) + 31) & ~std::uintptr_t(31));
+          score_tile_avx2(queries, weights, keys, first, count, tile, out.data() + first);
+        } else {
+          for (std::size_t j = first; j < first + count; ++j)
+            out[j] = score_one(queries, weights, keys, keys.bytes.data() + j * row_bytes);
+        }
+      });
   return Ok{};
 }
 

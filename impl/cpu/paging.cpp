@@ -19,13 +19,15 @@ bool slot_fits(std::int64_t block, std::int64_t offset, std::int64_t bc) {
 }
 
 // The geometry and shape refusals, in the model's order.
-Status<PagingError> shape_error(std::size_t lanes, std::size_t k, std::size_t requests, std::size_t table_size,
-                                std::size_t blocks_per_request, std::int64_t block_tokens, std::int64_t ratio,
+Status<PagingError> shape_error(std::size_t lanes, std::size_t k, std::size_t requests,
+                                std::size_t table_size, std::size_t blocks_per_request,
+                                std::int64_t block_tokens, std::int64_t ratio,
                                 std::size_t out_size) {
   if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
     return pe::BadGeometry{block_tokens, ratio};
   if (lanes != requests * k) return pe::ShapeMismatch{requests * k, lanes};
-  if (table_size != requests * blocks_per_request) return pe::ShapeMismatch{requests * blocks_per_request, table_size};
+  if (table_size != requests * blocks_per_request)
+    return pe::ShapeMismatch{requests * blocks_per_request, table_size};
   if (out_size != lanes) return pe::ShapeMismatch{lanes, out_size};
   return Ok{};
 }
@@ -36,8 +38,8 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
                                 std::span<const std::int32_t> block_tables,
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
                                 std::int64_t ratio, std::span<std::int32_t> out) {
-  if (auto s = shape_error(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
-                           block_tokens, ratio, out.size());
+  if (auto s = shape_error(rows.size(), k, valid_counts.size(), block_tables.size(),
+                           blocks_per_request, block_tokens, ratio, out.size());
       !s.ok())
     return s;
   const std::int64_t bc = block_tokens / ratio;
@@ -54,7 +56,8 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
       const std::int64_t block = block_tables[n * blocks_per_request + std::size_t(j / bc)];
       if (!slot_fits(block, j % bc, bc)) return pe::BadBlock{lane, block};
     }
-  return paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request, block_tokens, ratio, out);
+  return paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request, block_tokens,
+                            ratio, out);
 }
 
 Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
@@ -62,8 +65,8 @@ Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::
                                        std::span<const std::int32_t> block_tables,
                                        std::size_t blocks_per_request, std::int64_t block_tokens,
                                        std::int64_t ratio, std::span<std::int32_t> out) {
-  if (auto s = shape_error(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
-                           block_tokens, ratio, out.size());
+  if (auto s = shape_error(rows.size(), k, valid_counts.size(), block_tables.size(),
+                           blocks_per_request, block_tokens, ratio, out.size());
       !s.ok())
     return s;
   const std::int64_t bc = block_tokens / ratio;

@@ -28,8 +28,9 @@ void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {
   // hardware_concurrency() reads /sys on every call: once is enough.
   static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t hw = thread_limit().load() != 0 ? thread_limit().load() : cores;
-  const std::size_t threads =
-      std::min({hw, rows, rows * elements_per_row / std::max<std::size_t>(1, parallel_threshold().load()) + 1});
+  const std::size_t threads = std::min(
+      {hw, rows,
+       rows * elements_per_row / std::max<std::size_t>(1, parallel_threshold().load()) + 1});
   if (threads <= 1) {
     for (std::size_t r = 0; r < rows; ++r) fn(r);
     return;

@@ -28,8 +28,8 @@ constexpr double kLift = 0x1p-40;
 inline std::uint64_t segment_bit(std::int32_t x, std::int32_t len, double ratio,
                                  std::int32_t last) {
   if (x < 0) return 0;
-  const std::int32_t seg = x < len ? std::int32_t(std::fma(double(x), ratio, kLift))
-                                   : std::min(x, last);
+  const std::int32_t seg =
+      x < len ? std::int32_t(std::fma(double(x), ratio, kLift)) : std::min(x, last);
   return std::uint64_t(1) << seg;
 }
 
@@ -49,9 +49,8 @@ std::uint64_t occupancy_scalar(const std::int32_t* row, std::size_t topk, std::i
 // (for x >= L, q >= S_eff, and min(q, S - 1) = min(floor(x S_eff / L), S - 1)).
 // Padding becomes an all-ones count, and a 32-bit variable shift by >= 32 sets nothing.
 __attribute__((target("avx2,fma"))) std::uint64_t occupancy_avx2(const std::int32_t* row,
-                                                                 std::size_t topk,
-                                                                 std::int32_t len, double ratio,
-                                                                 std::int32_t last) {
+                                                                 std::size_t topk, std::int32_t len,
+                                                                 double ratio, std::int32_t last) {
   const bool check_edges = ratio != 1.0;
   const __m256 vratio = _mm256_set1_ps(float(ratio));
   const __m256 lo_edge = _mm256_set1_ps(0x1p-14f), hi_edge = _mm256_set1_ps(1.0f - 0x1p-14f);
@@ -138,8 +137,8 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
                                               std::size_t max_replacements,
                                               std::span<std::int32_t> out) {
   const std::size_t rows = context_lens.size();
-  if (auto e = impl::merge_refusal(learned.size(), topk, rows, learned_keep, num_segments,
-                                   out.size()))
+  if (auto e =
+          impl::merge_refusal(learned.size(), topk, rows, learned_keep, num_segments, out.size()))
     return *e;
   const std::size_t budget = std::min(max_replacements, topk - learned_keep);
   for_each_row(rows, topk, [&](std::size_t r) {
@@ -149,7 +148,8 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
     std::uint64_t missing = missing_segments(row, topk, context_lens[r], num_segments);
     if (dst != row) std::memcpy(dst, row, topk * sizeof(std::int32_t));
     for (std::size_t j = 0; missing != 0 && j < budget; ++j, missing &= missing - 1)
-      dst[learned_keep + j] = segment_edge(std::countr_zero(missing), context_lens[r], num_segments);
+      dst[learned_keep + j] =
+          segment_edge(std::countr_zero(missing), context_lens[r], num_segments);
   });
   return Ok{};
 }

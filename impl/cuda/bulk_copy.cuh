@@ -17,18 +17,23 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
 // A barrier whose phase completes after `arrivals` arrivals and every byte it
 // was told to expect; one thread initialises it before a __syncthreads.
 __device__ __forceinline__ void init(unsigned long long* barrier, unsigned arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(barrier)), "r"(arrivals) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(barrier)),
+               "r"(arrivals)
+               : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
 // This thread's arrival, with `bytes` more to land before the phase completes.
 __device__ __forceinline__ void arrive_expecting(unsigned long long* barrier, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)), "r"(bytes)
-               : "memory");
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(barrier)),
+      "r"(bytes)
+      : "memory");
 }
 
 __device__ __forceinline__ void arrive(unsigned long long* barrier) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(barrier)) : "memory");
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(barrier))
+               : "memory");
 }
 
 // Waits for the completion of the phase with this parity (0 for the first).
@@ -46,11 +51,13 @@ __device__ __forceinline__ void wait(unsigned long long* barrier, unsigned parit
 
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to
 // shared memory, counted against the barrier's expected bytes.
-__device__ __forceinline__ void copy(void* to, const void* from, unsigned bytes, unsigned long long* barrier) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   shared_address(to)),
-               "l"(from), "r"(bytes), "r"(shared_address(barrier))
-               : "memory");
+__device__ __forceinline__ void copy(void* to, const void* from, unsigned bytes,
+                                     unsigned long long* barrier) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(shared_address(to)),
+      "l"(from), "r"(bytes), "r"(shared_address(barrier))
+      : "memory");
 }
 
 }  // namespace aether::cuda::bulk

@@ -36,14 +36,18 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
 // returns; the kernels read them from a buffer the call after next reuses, so a
 // CUDA graph must not capture these calls.
 Status<CompressError> enqueue_compress_prefill(std::span<const CompressRequest> requests,
-                                               std::span<const float> projected, std::span<float> ring,
-                                               const CompressShape& shape, std::span<std::uint16_t> rows,
-                                               std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+                                               std::span<const float> projected,
+                                               std::span<float> ring, const CompressShape& shape,
+                                               std::span<std::uint16_t> rows,
+                                               std::span<std::int32_t> row_index,
+                                               std::span<std::int32_t> positions,
                                                DeviceVerdict* verdict, Stream stream = nullptr);
 Status<CompressError> enqueue_compress_decode(std::span<const CompressRequest> requests,
-                                              std::span<const float> projected, std::span<float> ring,
-                                              const CompressShape& shape, std::span<std::uint16_t> rows,
-                                              std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+                                              std::span<const float> projected,
+                                              std::span<float> ring, const CompressShape& shape,
+                                              std::span<std::uint16_t> rows,
+                                              std::span<std::int32_t> row_index,
+                                              std::span<std::int32_t> positions,
                                               DeviceVerdict* verdict, Stream stream = nullptr);
 Status<CompressError> compress_verdict(const DeviceVerdict& verdict);
 

@@ -30,18 +30,22 @@ std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   for (const Known& k : known)
-    if (k.kernel == kernel && k.device == device && k.threads == threads && k.dynamic_shared == dynamic_shared)
+    if (k.kernel == kernel && k.device == device && k.threads == threads &&
+        k.dynamic_shared == dynamic_shared)
       return k.blocks;
   int sms = 0, per_sm = 0;
   if (dynamic_shared > 48 * 1024 &&
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(dynamic_shared)) != cudaSuccess) {
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(dynamic_shared)) != cudaSuccess) {
     cudaGetLastError();  // not sticky: the caller takes another path
     return 0;
   }
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, dynamic_shared) != cudaSuccess)
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, dynamic_shared) !=
+          cudaSuccess)
     return 0;
-  known.push_back({kernel, device, threads, dynamic_shared, std::size_t(sms) * std::size_t(per_sm)});
+  known.push_back(
+      {kernel, device, threads, dynamic_shared, std::size_t(sms) * std::size_t(per_sm)});
   return known.back().blocks;
 }
 
@@ -111,11 +115,12 @@ constexpr std::size_t kScratchSlots = 2;
 constexpr std::size_t kFanStreams = 4;
 struct ScratchRing {
   Scratch slots[kScratchSlots];
-  std::size_t current = 0;  // the slot of the call between upload and release
+  std::size_t current = 0;   // the slot of the call between upload and release
   void* captured = nullptr;  // that call's own buffer, when it is captured in a graph
   Stream side = nullptr;     // fork_side's stream and events, made at first use
   cudaEvent_t forked = nullptr, joined = nullptr;
-  Stream fan[kFanStreams] = {};  // store_pieces' streams for a captured table's pieces, made at first use
+  Stream fan[kFanStreams] =
+      {};  // store_pieces' streams for a captured table's pieces, made at first use
   cudaEvent_t fan_forked = nullptr, fan_joined = nullptr;
 };
 struct ScratchRings {
@@ -148,7 +153,8 @@ int current_ring(ScratchRing** out) {
     }
   ScratchRing ring;
   for (Scratch& s : ring.slots)
-    if (cudaError_t e = cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming); e != cudaSuccess)
+      return e;
   rings.by_device.emplace_back(device, ring);
   *out = &rings.by_device.back().second;
   return 0;
@@ -174,14 +180,15 @@ constexpr std::size_t kSmallPiece = 256, kLargePiece = 2000;
 constexpr std::size_t kPieceBlockBytes = 1024;
 static_assert(sizeof(Piece<kLargePiece>) == kKernelCarriedBytes);
 template <std::size_t Words>
-__global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::size_t count, unsigned char* to,
-                            unsigned long long* reset) {
+__global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::size_t count,
+                            unsigned char* to, unsigned long long* reset) {
   let_next_kernel_start();  // a kernel launched `overlapped` after it waits for it anyway
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   if (reset != nullptr && first == 0) *reset = kNoRefusal;
   const std::size_t whole = reinterpret_cast<std::uintptr_t>(to) % 16 == 0 ? count / 16 : 0;
-  for (std::size_t i = first; i < whole; i += stride) reinterpret_cast<uint4*>(to)[i] = piece.words[i];
+  for (std::size_t i = first; i < whole; i += stride)
+    reinterpret_cast<uint4*>(to)[i] = piece.words[i];
   const auto* bytes = reinterpret_cast<const unsigned char*>(piece.words);
   for (std::size_t i = 16 * whole + first; i < count; i += stride) to[i] = bytes[i];
 }
@@ -198,8 +205,11 @@ __global__ void reset_refusals(unsigned long long* word) {
 int make_fan(ScratchRing* ring) {
   if (ring->fan_joined != nullptr) return 0;
   for (Stream& st : ring->fan)
-    if (cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaEventCreateWithFlags(&ring->fan_forked, cudaEventDisableTiming); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking); e != cudaSuccess)
+      return e;
+  if (cudaError_t e = cudaEventCreateWithFlags(&ring->fan_forked, cudaEventDisableTiming);
+      e != cudaSuccess)
+    return e;
   return cudaEventCreateWithFlags(&ring->fan_joined, cudaEventDisableTiming);
 }
 
@@ -209,16 +219,18 @@ int make_fan(ScratchRing* ring) {
 // a 4096-request decode table's five took about 13 us of each replay); `stream`
 // then waits for all of them.
 template <std::size_t Words>
-int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device, unsigned long long* reset,
-                 ScratchRing* fan) {
+int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
+                 unsigned long long* reset, ScratchRing* fan) {
   Piece<Words> piece;
   const std::size_t pieces = (bytes + sizeof piece.words - 1) / sizeof piece.words;
-  const std::size_t fanned = fan != nullptr && pieces > 1 ? std::min<std::size_t>(pieces - 1, kFanStreams) : 0;
+  const std::size_t fanned =
+      fan != nullptr && pieces > 1 ? std::min<std::size_t>(pieces - 1, kFanStreams) : 0;
   if (fanned > 0) {
     if (int e = make_fan(fan)) return e;
     if (cudaError_t e = cudaEventRecord(fan->fan_forked, stream); e != cudaSuccess) return e;
     for (std::size_t i = 0; i < fanned; ++i)
-      if (cudaError_t e = cudaStreamWaitEvent(fan->fan[i], fan->fan_forked, 0); e != cudaSuccess) return e;
+      if (cudaError_t e = cudaStreamWaitEvent(fan->fan[i], fan->fan_forked, 0); e != cudaSuccess)
+        return e;
   }
   for (std::size_t p = 0; p < pieces; ++p) {
     const std::size_t at = p * sizeof piece.words, count = std::min(bytes - at, sizeof piece.words);
@@ -233,9 +245,10 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
   }
   return cudaGetLastError();
 }
-int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device, unsigned long long* reset,
-                 ScratchRing* fan = nullptr) {
-  if (bytes <= sizeof(Piece<kSmallPiece>)) return store_pieces<kSmallPiece>(host, bytes, stream, device, reset, fan);
+int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
+                 unsigned long long* reset, ScratchRing* fan = nullptr) {
+  if (bytes <= sizeof(Piece<kSmallPiece>))
+    return store_pieces<kSmallPiece>(host, bytes, stream, device, reset, fan);
   if (bytes <= sizeof(Piece<2 * kSmallPiece>))
     return store_pieces<2 * kSmallPiece>(host, bytes, stream, device, reset, fan);
   if (bytes <= sizeof(Piece<4 * kSmallPiece>))
@@ -262,15 +275,18 @@ int copy_into(Scratch* s, const void* host, std::size_t bytes, Stream stream) {
 // A tag's bits above the code: each call on a word one less than the call before;
 // all ones is kNoRefusal's, which no call takes.
 constexpr unsigned long long kTagBits = 64 - kRefusalCodeBits, kFirstTag = (1ull << kTagBits) - 2;
-unsigned long long tag_of(unsigned long long calls) { return (kFirstTag + 1 - calls) << kRefusalCodeBits; }
+unsigned long long tag_of(unsigned long long calls) {
+  return (kFirstTag + 1 - calls) << kRefusalCodeBits;
+}
 
 // The captured call's buffer: a stream-ordered allocation (the graph's own memory,
 // freed by release_scratch in the same graph), its metadata stored by kernels, its
 // refusal word (after `reserve` bytes) reset by the first of them.
-int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stream stream, void** device,
-                    std::size_t reserve, RefusalWord* refusals) {
+int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stream stream,
+                    void** device, std::size_t reserve, RefusalWord* refusals) {
   const std::size_t used = (std::max<std::size_t>({bytes, reserve, 1}) + 7) / 8 * 8;
-  if (cudaError_t e = cudaMallocAsync(device, used + (refusals != nullptr ? 8 : 0), stream); e != cudaSuccess)
+  if (cudaError_t e = cudaMallocAsync(device, used + (refusals != nullptr ? 8 : 0), stream);
+      e != cudaSuccess)
     return e;
   ring->captured = *device;
   unsigned long long* word = nullptr;
@@ -287,13 +303,14 @@ int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stre
 }
 }  // namespace
 
-int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve,
-                   RefusalWord* refusals) {
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device,
+                   std::size_t reserve, RefusalWord* refusals) {
   ScratchRing* ring = nullptr;
   if (int e = current_ring(&ring)) return e;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
-  if (capture == cudaStreamCaptureStatusActive) return upload_captured(ring, host, bytes, stream, device, reserve, refusals);
+  if (capture == cudaStreamCaptureStatusActive)
+    return upload_captured(ring, host, bytes, stream, device, reserve, refusals);
   ring->current = (ring->current + 1) % kScratchSlots;
   Scratch* s = &ring->slots[ring->current];
   if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
@@ -307,11 +324,13 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
   *device = s->buffer;
   if (refusals != nullptr) {
     if (s->refusal_word == nullptr) {
-      if (cudaError_t e = cudaMalloc(&s->refusal_word, sizeof *s->refusal_word); e != cudaSuccess) return e;
+      if (cudaError_t e = cudaMalloc(&s->refusal_word, sizeof *s->refusal_word); e != cudaSuccess)
+        return e;
       s->calls = kFirstTag + 1;  // reset below
     }
     if (++s->calls > kFirstTag) {  // every tag taken (or a new word): back to kNoRefusal
-      if (cudaError_t e = cudaMemsetAsync(s->refusal_word, 0xff, sizeof *s->refusal_word, stream); e != cudaSuccess)
+      if (cudaError_t e = cudaMemsetAsync(s->refusal_word, 0xff, sizeof *s->refusal_word, stream);
+          e != cudaSuccess)
         return e;
       s->calls = 1;
     }
@@ -324,7 +343,8 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
 int copy_to_scratch(const void* host, std::size_t bytes, Stream stream) {
   ScratchRing* ring = nullptr;
   if (int e = current_ring(&ring)) return e;
-  if (ring->captured != nullptr) return store_pieces(host, bytes, stream, ring->captured, nullptr, ring);
+  if (ring->captured != nullptr)
+    return store_pieces(host, bytes, stream, ring->captured, nullptr, ring);
   return copy_into(&ring->slots[ring->current], host, bytes, stream);
 }
 
@@ -332,9 +352,15 @@ int fork_side(Stream stream, Stream* side) {
   ScratchRing* ring = nullptr;
   if (int e = current_ring(&ring)) return e;
   if (ring->side == nullptr) {
-    if (cudaError_t e = cudaStreamCreateWithFlags(&ring->side, cudaStreamNonBlocking); e != cudaSuccess) return e;
-    if (cudaError_t e = cudaEventCreateWithFlags(&ring->forked, cudaEventDisableTiming); e != cudaSuccess) return e;
-    if (cudaError_t e = cudaEventCreateWithFlags(&ring->joined, cudaEventDisableTiming); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaStreamCreateWithFlags(&ring->side, cudaStreamNonBlocking);
+        e != cudaSuccess)
+      return e;
+    if (cudaError_t e = cudaEventCreateWithFlags(&ring->forked, cudaEventDisableTiming);
+        e != cudaSuccess)
+      return e;
+    if (cudaError_t e = cudaEventCreateWithFlags(&ring->joined, cudaEventDisableTiming);
+        e != cudaSuccess)
+      return e;
   }
   if (cudaError_t e = cudaEventRecord(ring->forked, stream); e != cudaSuccess) return e;
   if (cudaError_t e = cudaStreamWaitEvent(ring->side, ring->forked, 0); e != cudaSuccess) return e;
@@ -352,7 +378,8 @@ int join_side(Stream stream) {
 int release_scratch(Stream stream) {
   ScratchRing* ring = nullptr;
   if (int e = current_ring(&ring)) return e;
-  if (void* captured = std::exchange(ring->captured, nullptr)) return cudaFreeAsync(captured, stream);
+  if (void* captured = std::exchange(ring->captured, nullptr))
+    return cudaFreeAsync(captured, stream);
   return cudaEventRecord(ring->slots[ring->current].done, stream);
 }
 

@@ -68,7 +68,8 @@ struct RefusalWord {
 #if defined(__CUDACC__)
   __host__ __device__
 #endif
-  bool refused(unsigned long long word) const {
+      bool
+      refused(unsigned long long word) const {
     return word >> kRefusalCodeBits == tag >> kRefusalCodeBits;
   }
 };
@@ -91,8 +92,8 @@ inline constexpr std::size_t kKernelCarriedBytes = 32000;
 // call was given. 0 or the cudaError_t.
 //
 // `refusals` (if given) receives the call's own refusal word (see RefusalWord).
-int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device, std::size_t reserve = 0,
-                   RefusalWord* refusals = nullptr);
+int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device,
+                   std::size_t reserve = 0, RefusalWord* refusals = nullptr);
 // The copy of upload_scratch for a call that reserved its buffer (host nullptr) and
 // copies its metadata on another stream (fork_side's): `bytes` from `host` into the
 // start of that buffer, on `stream`. Between upload_scratch and release_scratch.

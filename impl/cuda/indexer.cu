@@ -19,10 +19,9 @@ using namespace topk;
 constexpr int kValidateThreads = 256, kValidatePerThread = 8;
 constexpr std::size_t kValidateChunk = std::size_t(kValidateThreads) * kValidatePerThread;
 
-__global__ void __launch_bounds__(kValidateThreads) validate(const float* scores, std::size_t width,
-                                                             const std::int32_t* ends,
-                                                             unsigned chunks,
-                                                             DeviceVerdict* verdict) {
+__global__ void __launch_bounds__(kValidateThreads)
+    validate(const float* scores, std::size_t width, const std::int32_t* ends, unsigned chunks,
+             DeviceVerdict* verdict) {
   const std::size_t r = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
   unsigned long long* error = &verdict->refusal;
   if (blockIdx.x == 0 && threadIdx.x == 0) verdict->detail[0] = 0;  // no read-once rows here
@@ -41,13 +40,14 @@ __global__ void __launch_bounds__(kValidateThreads) validate(const float* scores
 #pragma unroll
   for (int i = 0; i < kValidatePerThread; ++i)
     if (!isfinite(v[i]))
-      atomicMin(error, kNaNBit | (r * width + first + threadIdx.x + std::size_t(i) * kValidateThreads));
+      atomicMin(error,
+                kNaNBit | (r * width + first + threadIdx.x + std::size_t(i) * kValidateThreads));
 }
 
 // Rows narrower than the read-once path's, when nothing was refused.
-__global__ void __launch_bounds__(kThreads) select(const float* scores, std::size_t width,
-                                                   const std::int32_t* ends, std::size_t k,
-                                                   std::int32_t* out, const DeviceVerdict* verdict) {
+__global__ void __launch_bounds__(kThreads)
+    select(const float* scores, std::size_t width, const std::int32_t* ends, std::size_t k,
+           std::int32_t* out, const DeviceVerdict* verdict) {
   __shared__ unsigned hist[2048];
   if (verdict->refusal != kNoRefusal) return;
   const std::size_t r = blockIdx.x;
@@ -58,19 +58,24 @@ __global__ void __launch_bounds__(kThreads) select(const float* scores, std::siz
 // kernel on the read-once path: one stream operation fewer), validation, and
 // selection gated on the device's verdict (nothing is written to `out` when it
 // holds a refusal, nor when out's shape is wrong). 0 or the cudaError_t.
-int launch_topk(std::span<const float> scores, std::size_t width, std::span<const std::int32_t> ends, std::size_t k,
-                std::span<std::int32_t> out, DeviceVerdict* verdict, Stream stream) {
+int launch_topk(std::span<const float> scores, std::size_t width,
+                std::span<const std::int32_t> ends, std::size_t k, std::span<std::int32_t> out,
+                DeviceVerdict* verdict, Stream stream) {
   const std::size_t rows = ends.size();
   const bool shaped = out.size() == rows * k;
   if (shaped && topk::read_once_fits(width, k, rows))
-    return topk::launch_read_once(scores.data(), width, ends.data(), rows, k, out.data(), verdict, stream);
-  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+    return topk::launch_read_once(scores.data(), width, ends.data(), rows, k, out.data(), verdict,
+                                  stream);
+  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
+      e != cudaSuccess)
     return e;
-  const unsigned chunks = unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
-  validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width, ends.data(), chunks,
-                                                                    verdict);
+  const unsigned chunks =
+      unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
+  validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width,
+                                                                     ends.data(), chunks, verdict);
   if (k > 0 && shaped)
-    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k, out.data(), verdict);
+    select<<<unsigned(rows), kThreads, 0, stream>>>(scores.data(), width, ends.data(), k,
+                                                    out.data(), verdict);
   return cudaGetLastError();
 }
 }  // namespace
@@ -81,7 +86,8 @@ Status<IndexerError> valid_prefix_topk_verdict(const DeviceVerdict& verdict, std
     const std::size_t at = std::size_t(verdict.refusal & ~kNaNBit);
     return ie::NonFiniteScore{at / width, at % width};
   }
-  return ie::EndOutOfRange{std::size_t(verdict.refusal >> 32), std::int32_t(std::uint32_t(verdict.refusal)), width};
+  return ie::EndOutOfRange{std::size_t(verdict.refusal >> 32),
+                           std::int32_t(std::uint32_t(verdict.refusal)), width};
 }
 
 Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
@@ -89,10 +95,12 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
                                        std::span<std::int32_t> out, Stream stream) {
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
-  if (rows == 0) return out.size() == 0 ? Status<IndexerError>(Ok{}) : ie::ShapeMismatch{0, out.size()};
+  if (rows == 0)
+    return out.size() == 0 ? Status<IndexerError>(Ok{}) : ie::ShapeMismatch{0, out.size()};
   Verdict v;
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
-  if (int e = launch_topk(scores, width, ends, k, out, v.device, stream)) return ie::DeviceFailure{e};
+  if (int e = launch_topk(scores, width, ends, k, out, v.device, stream))
+    return ie::DeviceFailure{e};
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
   // the model's order: bad ends and scores, then out's shape
   if (auto st = valid_prefix_topk_verdict(*v.host, width); !st.ok()) return st;
@@ -102,16 +110,19 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
 
 Status<IndexerError> enqueue_valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                                std::span<const std::int32_t> ends, std::size_t k,
-                                               std::span<std::int32_t> out, DeviceVerdict* verdict, Stream stream) {
+                                               std::span<std::int32_t> out, DeviceVerdict* verdict,
+                                               Stream stream) {
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (out.size() != rows * k) return ie::ShapeMismatch{rows * k, out.size()};
   if (rows == 0) {
-    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
+        e != cudaSuccess)
       return ie::DeviceFailure{int(e)};
     return Ok{};
   }
-  if (int e = launch_topk(scores, width, ends, k, out, verdict, stream)) return ie::DeviceFailure{e};
+  if (int e = launch_topk(scores, width, ends, k, out, verdict, stream))
+    return ie::DeviceFailure{e};
   return Ok{};
 }
 

@@ -35,9 +35,11 @@ constexpr std::size_t kWideChunk = std::size_t(kWideThreads) * kWidePerThread;
 constexpr unsigned kDigitBits = 13, kDigitShift = 32 - kDigitBits, kBins = 1u << kDigitBits;
 constexpr unsigned kSampleEvery = 32;  // lines of 32 scores
 constexpr unsigned kCandidates = 8192, kBucket = 2048, kLevels = 2048, kFinishThreads = 512;
-constexpr unsigned kBitmapBits = 262144;  // rows up to this many valid scores are ordered by a bitmap
+constexpr unsigned kBitmapBits =
+    262144;  // rows up to this many valid scores are ordered by a bitmap
 constexpr unsigned kSubBits = 11, kSubShift = kDigitShift - kSubBits, kSubLevels = 1u << kSubBits;
-constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 2048;  // scratch <= 128 MiB
+constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048,
+                      kWideMaxRows = 2048;  // scratch <= 128 MiB
 
 struct WideRow {
   unsigned digit;       // pass 1: keys with a digit >= this one are gathered
@@ -48,7 +50,8 @@ struct WideRow {
 // highest bin b at which the count of keys in bins >= b reaches `rank`. Returns b
 // and, in *above, the count in bins > b, to every thread; hist.size() <= per * threads.
 template <int Threads>
-__device__ unsigned bin_of_rank(const unsigned* hist, unsigned bins, unsigned rank, unsigned* above) {
+__device__ unsigned bin_of_rank(const unsigned* hist, unsigned bins, unsigned rank,
+                                unsigned* above) {
   using Scan = cub::BlockScan<unsigned, Threads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ unsigned found_bin, found_above;
@@ -74,21 +77,23 @@ __device__ unsigned bin_of_rank(const unsigned* hist, unsigned bins, unsigned ra
   return found_bin;
 }
 
-__global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* scores, std::size_t width,
-                                                            const std::int32_t* ends, std::size_t k,
-                                                            WideRow* rows, DeviceVerdict* verdict) {
+__global__ void __launch_bounds__(kFinishThreads)
+    wide_sample(const float* scores, std::size_t width, const std::int32_t* ends, std::size_t k,
+                WideRow* rows, DeviceVerdict* verdict) {
   __shared__ unsigned hist[kBins];
   let_next_kernel_start();  // the gather's first copies need nothing from here
   const std::size_t r = blockIdx.x;
   if (threadIdx.x == 0) {  // the call's counters and verdict start here: no memset before it
     rows[r] = WideRow{0, 0};
-    if (r == 0) verdict->refusal = kNoRefusal, verdict->detail[0] = 0;  // refusals come after this kernel
+    if (r == 0)
+      verdict->refusal = kNoRefusal, verdict->detail[0] = 0;  // refusals come after this kernel
   }
   const std::int32_t end = ends[r];
   if (bad_end(end, width) || std::size_t(end) <= k) return;  // pass 2 refuses, pass 3 writes all
   for (unsigned b = threadIdx.x; b < kBins; b += kFinishThreads) hist[b] = 0;
   __syncthreads();
-  const std::size_t lines = (std::size_t(end) + 31) / 32, sampled_lines = (lines + kSampleEvery - 1) / kSampleEvery;
+  const std::size_t lines = (std::size_t(end) + 31) / 32,
+                    sampled_lines = (lines + kSampleEvery - 1) / kSampleEvery;
   const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kFinishThreads / 32;
   constexpr int kBatch = 8;  // lines loaded before any is counted
   for (std::size_t line = warp; line < sampled_lines; line += warps * kBatch) {
@@ -96,7 +101,9 @@ __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* score
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       const std::size_t j = (line + std::size_t(i) * warps) * kSampleEvery * 32 + lane;
-      v[i] = line + std::size_t(i) * warps < sampled_lines && j < std::size_t(end) ? __ldg(scores + r * width + j) : 0.0f;
+      v[i] = line + std::size_t(i) * warps < sampled_lines && j < std::size_t(end)
+                 ? __ldg(scores + r * width + j)
+                 : 0.0f;
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
@@ -106,7 +113,8 @@ __global__ void __launch_bounds__(kFinishThreads) wide_sample(const float* score
     }
   }
   // every sampled line but the last is whole
-  const std::size_t last = (sampled_lines - 1) * kSampleEvery * 32, last_size = std::size_t(end) - last;
+  const std::size_t last = (sampled_lines - 1) * kSampleEvery * 32,
+                    last_size = std::size_t(end) - last;
   const std::size_t sampled = (sampled_lines - 1) * 32 + (last_size < 32 ? last_size : 32);
   __syncthreads();
   const unsigned target = unsigned((2 * k * sampled + std::size_t(end) - 1) / std::size_t(end));
@@ -133,9 +141,10 @@ __device__ __forceinline__ unsigned wide_index(unsigned first, int i, int c) {
 // pass three times as slow as a plain read). key_at(j): the order key of
 // score j, read again for the (few) finds.
 template <bool Vector, class KeyAt>
-__device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePerThread], std::size_t r,
-                                             unsigned first, unsigned end, std::size_t width, std::size_t k,
-                                             WideRow* rows, unsigned long long* candidates,
+__device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePerThread],
+                                             std::size_t r, unsigned first, unsigned end,
+                                             std::size_t width, std::size_t k, WideRow* rows,
+                                             unsigned long long* candidates,
                                              unsigned long long* error, KeyAt key_at) {
   // Gathered: order_key(score) >= the digit's lowest key, i.e. score >= that
   // key's float (one compare; NaN never compares, and refuses the call anyway).
@@ -143,7 +152,7 @@ __device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePe
   const std::uint32_t lowest = gather ? rows[r].digit << kDigitShift : 0xffffffffu;
   // Digits 0 to 15 hold only negative infinity and NaN patterns: every finite key
   // is above them (a row of K to 2K valid scores samples digit 0).
-  const float threshold = lowest & 0x80000000u ? __uint_as_float(lowest & 0x7fffffffu)
+  const float threshold = lowest & 0x80000000u   ? __uint_as_float(lowest & 0x7fffffffu)
                           : lowest < 0x00800000u ? -INFINITY
                                                  : __uint_as_float(~lowest);
   unsigned found_mask = 0, exponent_max = 0;
@@ -157,7 +166,8 @@ __device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePe
 #pragma unroll
     for (int i = 0; i < kWidePerThread; ++i) {
       exponent_max = max(exponent_max, bits[i] & 0x7f800000u);
-      found_mask |= unsigned(__uint_as_float(bits[i]) >= threshold && wide_index<Vector>(first, i / 4, i % 4) < end)
+      found_mask |= unsigned(__uint_as_float(bits[i]) >= threshold &&
+                             wide_index<Vector>(first, i / 4, i % 4) < end)
                     << i;
     }
   }
@@ -198,10 +208,9 @@ __device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePe
 // Rows not 16-byte aligned (or a device without room for the streaming kernel):
 // block (c, r) loads chunk c of row r into registers, 32 scores per thread
 // before using any.
-__global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scores, std::size_t width,
-                                                              const std::int32_t* ends, std::size_t k,
-                                                              WideRow* rows, unsigned long long* candidates,
-                                                              unsigned long long* error) {
+__global__ void __launch_bounds__(kWideThreads, 2)
+    wide_gather(const float* scores, std::size_t width, const std::int32_t* ends, std::size_t k,
+                WideRow* rows, unsigned long long* candidates, unsigned long long* error) {
   wait_for_previous_kernel();
   const std::size_t r = blockIdx.y;
   const unsigned first = blockIdx.x * unsigned(kWideChunk);
@@ -230,12 +239,10 @@ __global__ void __launch_bounds__(kWideThreads, 2) wide_gather(const float* scor
 // row as the row's width is a multiple of 4).
 constexpr unsigned kStreamStages = 3;
 constexpr std::size_t kStreamBytes = kStreamStages * kWideChunk * sizeof(float);
-__global__ void __launch_bounds__(kWideThreads, 2) wide_gather_streamed(const float* scores, std::size_t width,
-                                                                       const std::int32_t* ends, std::size_t k,
-                                                                       WideRow* rows,
-                                                                       unsigned long long* candidates,
-                                                                       unsigned long long* error, unsigned chunks,
-                                                                       unsigned total) {
+__global__ void __launch_bounds__(kWideThreads, 2)
+    wide_gather_streamed(const float* scores, std::size_t width, const std::int32_t* ends,
+                         std::size_t k, WideRow* rows, unsigned long long* candidates,
+                         unsigned long long* error, unsigned chunks, unsigned total) {
   extern __shared__ uint4 staged[];  // kStreamStages chunks
   __shared__ unsigned long long landed[kStreamStages];
   // Thread 0 starts the copy of this block's n-th chunk into stage n mod
@@ -250,15 +257,15 @@ __global__ void __launch_bounds__(kWideThreads, 2) wide_gather_streamed(const fl
     if (bad_end(end, width) || first >= unsigned(end)) return bulk::arrive(barrier);
     const unsigned count = min(unsigned(kWideChunk), (unsigned(end) - first + 3) / 4 * 4);
     bulk::arrive_expecting(barrier, count * 4);
-    bulk::copy(staged + std::size_t(n % kStreamStages) * (kWideChunk / 4), scores + r * width + first, count * 4,
-               barrier);
+    bulk::copy(staged + std::size_t(n % kStreamStages) * (kWideChunk / 4),
+               scores + r * width + first, count * 4, barrier);
   };
   if (threadIdx.x == 0)
     for (unsigned s = 0; s < kStreamStages; ++s) bulk::init(&landed[s], 1);
   __syncthreads();
   if (threadIdx.x == 0)
     for (unsigned n = 0; n < kStreamStages; ++n) start(n);  // the scores and ends are the caller's
-  wait_for_previous_kernel();  // the sample's digits and counters
+  wait_for_previous_kernel();                               // the sample's digits and counters
   for (unsigned n = 0; blockIdx.x + n * gridDim.x < total; ++n) {
     const unsigned q = blockIdx.x + n * gridDim.x;
     bulk::wait(&landed[n % kStreamStages], (n / kStreamStages) & 1);
@@ -304,14 +311,14 @@ __device__ __forceinline__ void warp_append(bool take, unsigned* counter, Write 
 }
 
 // Runs when the verdict word is clean (it reads the word itself).
-static_assert(kFinishThreads == kThreads, "a row the list cannot finish is selected by the same block");
-__global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* scores, std::size_t width,
-                                                             const std::int32_t* ends, std::size_t k,
-                                                             const WideRow* rows, const unsigned long long* candidates,
-                                                             int index_bits, DeviceVerdict* verdict,
-                                                             std::int32_t* out) {
-  constexpr int kListItems = kCandidates / kFinishThreads, kListBatch = 4, kRankItems = kBucket / kFinishThreads,
-                kOutItems = kWideMaxK / kFinishThreads;
+static_assert(kFinishThreads == kThreads,
+              "a row the list cannot finish is selected by the same block");
+__global__ void __launch_bounds__(kFinishThreads, 2)
+    wide_finish(const float* scores, std::size_t width, const std::int32_t* ends, std::size_t k,
+                const WideRow* rows, const unsigned long long* candidates, int index_bits,
+                DeviceVerdict* verdict, std::int32_t* out) {
+  constexpr int kListItems = kCandidates / kFinishThreads, kListBatch = 4,
+                kRankItems = kBucket / kFinishThreads, kOutItems = kWideMaxK / kFinishThreads;
   using RankSort = cub::BlockRadixSort<unsigned long long, kFinishThreads, kRankItems>;
   using IndexSort = cub::BlockRadixSort<std::uint32_t, kFinishThreads, kOutItems>;
   union Storage {
@@ -333,7 +340,9 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   } shared;
   Storage& storage = shared.ranking.storage;
   Lists& lists = shared.ranking.lists;
-  __shared__ typename cub::BlockScan<unsigned, kFinishThreads, cub::BLOCK_SCAN_WARP_SCANS>::TempStorage order_scan;
+  __shared__
+      typename cub::BlockScan<unsigned, kFinishThreads, cub::BLOCK_SCAN_WARP_SCANS>::TempStorage
+          order_scan;
   __shared__ std::uint32_t chosen[kWideMaxK];
   __shared__ unsigned definite_count, bucket_count;
   wait_for_previous_kernel();
@@ -342,14 +351,16 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   const std::size_t n = std::size_t(ends[r]);
   std::int32_t* lanes = out + r * k;
   if (n <= k) {
-    for (std::size_t i = threadIdx.x; i < k; i += kFinishThreads) lanes[i] = i < n ? std::int32_t(i) : -1;
+    for (std::size_t i = threadIdx.x; i < k; i += kFinishThreads)
+      lanes[i] = i < n ? std::int32_t(i) : -1;
     return;
   }
   const unsigned count = rows[r].candidates, digit = rows[r].digit;
   // Every thread takes it together (count and bucket sizes are the block's), with
   // the list's shared memory free.
   const auto fall_back = [&] {
-    if (threadIdx.x == 0) atomicAdd(reinterpret_cast<unsigned long long*>(&verdict->detail[0]), 1ull);
+    if (threadIdx.x == 0)
+      atomicAdd(reinterpret_cast<unsigned long long*>(&verdict->detail[0]), 1ull);
     select_row(scores + r * width, n, k, lanes, lists.hist);
   };
   if (count < k || count > kCandidates) return fall_back();
@@ -366,7 +377,8 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   // Both passes over the list load kListBatch items per thread before using any
   // (one L2 round trip per batch, not per item) and stop past the list's end.
   const auto for_each_batch = [&](auto use) {
-    for (int base = 0; base < kListItems && unsigned(base) * kFinishThreads < count; base += kListBatch) {
+    for (int base = 0; base < kListItems && unsigned(base) * kFinishThreads < count;
+         base += kListBatch) {
       unsigned long long batch[kListBatch];
 #pragma unroll
       for (int i = 0; i < kListBatch; ++i) {
@@ -374,14 +386,16 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
         batch[i] = c < count ? list[c] : 0;
       }
 #pragma unroll
-      for (int i = 0; i < kListBatch; ++i) use(batch[i], threadIdx.x + unsigned(base + i) * kFinishThreads < count);
+      for (int i = 0; i < kListBatch; ++i)
+        use(batch[i], threadIdx.x + unsigned(base + i) * kFinishThreads < count);
     }
   };
   for_each_batch([&](unsigned long long item, bool valid) {
     const unsigned level = valid ? level_of(item) : ~0u;
     // the list crowds a few levels: one atomic per level and warp, not per key
     const unsigned same = __match_any_sync(0xffffffffu, level);
-    if (valid && (threadIdx.x & 31) == unsigned(__ffs(same) - 1)) atomicAdd(&lists.hist[level], __popc(same));
+    if (valid && (threadIdx.x & 31) == unsigned(__ffs(same) - 1))
+      atomicAdd(&lists.hist[level], __popc(same));
   });
   __syncthreads();
   unsigned definite;
@@ -392,8 +406,10 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
   unsigned wanted = unsigned(k) - definite;
   for_each_batch([&](unsigned long long item, bool valid) {
     const unsigned level = valid ? level_of(item) : 0;
-    warp_append(valid && level > bucket, &definite_count, [&](unsigned at) { chosen[at] = std::uint32_t(item); });
-    warp_append(valid && level == bucket, &bucket_count, [&](unsigned at) { lists.bucket[at] = item; });
+    warp_append(valid && level > bucket, &definite_count,
+                [&](unsigned at) { chosen[at] = std::uint32_t(item); });
+    warp_append(valid && level == bucket, &bucket_count,
+                [&](unsigned at) { lists.bucket[at] = item; });
   });
   __syncthreads();
   // A bucket too large to rank by counting, below the lumped top level (where the
@@ -416,7 +432,8 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
     if (threadIdx.x == 0) bucket_count = 0;
     __syncthreads();
     unsigned above;
-    const unsigned sub_bucket = bin_of_rank<kFinishThreads>(storage.hist, kSubLevels, wanted, &above);
+    const unsigned sub_bucket =
+        bin_of_rank<kFinishThreads>(storage.hist, kSubLevels, wanted, &above);
     const unsigned in_sub = storage.hist[sub_bucket];
 #pragma unroll
     for (int i = 0; i < kRankItems; ++i) {
@@ -424,7 +441,8 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
       const unsigned long long item = held[i];
       warp_append(c < in_bucket && sub[i] > sub_bucket, &definite_count,
                   [&](unsigned at) { chosen[at] = std::uint32_t(item); });
-      warp_append(c < in_bucket && sub[i] == sub_bucket, &bucket_count, [&](unsigned at) { lists.bucket[at] = item; });
+      warp_append(c < in_bucket && sub[i] == sub_bucket, &bucket_count,
+                  [&](unsigned at) { lists.bucket[at] = item; });
     }
     definite += above, wanted -= above, in_bucket = in_sub;
     __syncthreads();
@@ -461,10 +479,12 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
     // where its indices go, then written (a radix sort of the 2048 indices took
     // five passes).
     constexpr unsigned kVectors = kBitmapBits / 128 / kFinishThreads;
-    for (unsigned v = threadIdx.x; v < kBitmapBits / 128; v += kFinishThreads) shared.bitmap[v] = uint4{0, 0, 0, 0};
+    for (unsigned v = threadIdx.x; v < kBitmapBits / 128; v += kFinishThreads)
+      shared.bitmap[v] = uint4{0, 0, 0, 0};
     __syncthreads();
     auto* bits = reinterpret_cast<unsigned*>(shared.bitmap);
-    for (unsigned c = threadIdx.x; c < k; c += kFinishThreads) atomicOr(&bits[chosen[c] / 32], 1u << (chosen[c] % 32));
+    for (unsigned c = threadIdx.x; c < k; c += kFinishThreads)
+      atomicOr(&bits[chosen[c] / 32], 1u << (chosen[c] % 32));
     __syncthreads();
     uint4 mine[kVectors];
     unsigned count = 0;
@@ -474,14 +494,16 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
       count += __popc(mine[v].x) + __popc(mine[v].y) + __popc(mine[v].z) + __popc(mine[v].w);
     }
     unsigned at;
-    cub::BlockScan<unsigned, kFinishThreads, cub::BLOCK_SCAN_WARP_SCANS>(order_scan).ExclusiveSum(count, at);
+    cub::BlockScan<unsigned, kFinishThreads, cub::BLOCK_SCAN_WARP_SCANS>(order_scan)
+        .ExclusiveSum(count, at);
 #pragma unroll
     for (unsigned v = 0; v < kVectors; ++v) {
       const unsigned words[4] = {mine[v].x, mine[v].y, mine[v].z, mine[v].w};
 #pragma unroll
       for (unsigned w = 0; w < 4; ++w)
         for (unsigned b = words[w]; b != 0; b &= b - 1)
-          lanes[at++] = std::int32_t(((threadIdx.x * kVectors + v) * 4 + w) * 32 + unsigned(__ffs(b) - 1));
+          lanes[at++] =
+              std::int32_t(((threadIdx.x * kVectors + v) * 4 + w) * 32 + unsigned(__ffs(b) - 1));
     }
     return;
   }
@@ -503,34 +525,37 @@ __global__ void __launch_bounds__(kFinishThreads, 2) wide_finish(const float* sc
 }  // namespace
 
 bool read_once_fits(std::size_t width, std::size_t k, std::size_t rows) {
-  return width >= kWideMinWidth && width < (std::size_t(1) << 31) && k > 0 && k <= kWideMaxK && rows <= kWideMaxRows;
+  return width >= kWideMinWidth && width < (std::size_t(1) << 31) && k > 0 && k <= kWideMaxK &&
+         rows <= kWideMaxRows;
 }
 
-int launch_read_once(const float* scores, std::size_t width, const std::int32_t* ends, std::size_t rows,
-                     std::size_t k, std::int32_t* out, DeviceVerdict* verdict, Stream stream) {
+int launch_read_once(const float* scores, std::size_t width, const std::int32_t* ends,
+                     std::size_t rows, std::size_t k, std::int32_t* out, DeviceVerdict* verdict,
+                     Stream stream) {
   const std::size_t info_bytes = (rows * sizeof(WideRow) + 255) / 256 * 256;
   void* p = nullptr;
   if (int e = upload_scratch(nullptr, info_bytes + rows * kCandidates * 8, stream, &p)) return e;
   auto* info = static_cast<WideRow*>(p);
-  auto* candidates = reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(p) + info_bytes);
+  auto* candidates =
+      reinterpret_cast<unsigned long long*>(static_cast<unsigned char*>(p) + info_bytes);
   int index_bits = 1;
   while ((std::size_t(1) << index_bits) < width) ++index_bits;
   const unsigned chunks = unsigned((width + kWideChunk - 1) / kWideChunk);
   wide_sample<<<unsigned(rows), kFinishThreads, 0, stream>>>(scores, width, ends, k, info, verdict);
-  const std::size_t streamers =
-      resident_blocks(reinterpret_cast<const void*>(wide_gather_streamed), kWideThreads, kStreamBytes);
+  const std::size_t streamers = resident_blocks(reinterpret_cast<const void*>(wide_gather_streamed),
+                                                kWideThreads, kStreamBytes);
   if (width % 4 == 0 && reinterpret_cast<std::uintptr_t>(scores) % 16 == 0 && streamers > 0) {
     const unsigned total = chunks * unsigned(rows);
-    overlapped(wide_gather_streamed, dim3(unsigned(std::min<std::size_t>(total, streamers))), kWideThreads,
-               kStreamBytes, stream, scores, width, ends, k, info, candidates, &verdict->refusal, chunks,
-               total);
+    overlapped(wide_gather_streamed, dim3(unsigned(std::min<std::size_t>(total, streamers))),
+               kWideThreads, kStreamBytes, stream, scores, width, ends, k, info, candidates,
+               &verdict->refusal, chunks, total);
   } else {
-    overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, scores, width, ends, k,
-               info, candidates, &verdict->refusal);
+    overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, scores, width,
+               ends, k, info, candidates, &verdict->refusal);
   }
   overlapped(wide_finish, dim3(unsigned(rows)), kFinishThreads, 0, stream, scores, width, ends, k,
-             static_cast<const WideRow*>(info), static_cast<const unsigned long long*>(candidates), index_bits,
-             verdict, out);
+             static_cast<const WideRow*>(info), static_cast<const unsigned long long*>(candidates),
+             index_bits, verdict, out);
   const int e = cudaGetLastError();
   const int released = release_scratch(stream);
   return e != 0 ? e : released;

@@ -16,7 +16,8 @@ bool read_once_fits(std::size_t width, std::size_t k, std::size_t rows);
 // the scores' and out's shapes already checked): the sample resets the verdict
 // word, the gather records refusals in it, the finish writes `out` only if it
 // stays clean. 0 or the cudaError_t.
-int launch_read_once(const float* scores, std::size_t width, const std::int32_t* ends, std::size_t rows,
-                     std::size_t k, std::int32_t* out, DeviceVerdict* verdict, Stream stream);
+int launch_read_once(const float* scores, std::size_t width, const std::int32_t* ends,
+                     std::size_t rows, std::size_t k, std::int32_t* out, DeviceVerdict* verdict,
+                     Stream stream);
 
 }  // namespace aether::cuda::topk

@@ -44,7 +44,8 @@ struct Shape {
 // Calls bad(i) for every byte offset i < n whose byte `suspect` flags, reading 16
 // bytes per load where the buffer is aligned (the keys are the bulk of the reads).
 template <class Suspect, class Bad>
-__device__ __forceinline__ void scan_bytes(const std::byte* p, std::size_t n, Suspect suspect, Bad bad) {
+__device__ __forceinline__ void scan_bytes(const std::byte* p, std::size_t n, Suspect suspect,
+                                           Bad bad) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t vectors = reinterpret_cast<std::uintptr_t>(p) % 16 == 0 ? n / 16 : 0;
@@ -62,9 +63,8 @@ __device__ __forceinline__ void scan_bytes(const std::byte* p, std::size_t n, Su
 }
 
 // The model's refusals as ordered codes, atomicMin'd: queries, weights, keys.
-__global__ void validate(const std::uint16_t* queries, const float* weights,
-                         const std::byte* keys, KeyFormat format, Shape s,
-                         unsigned long long* error) {
+__global__ void validate(const std::uint16_t* queries, const float* weights, const std::byte* keys,
+                         KeyFormat format, Shape s, unsigned long long* error) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (std::size_t i = first; i < s.queries * s.heads * s.dim; i += stride)
@@ -73,14 +73,18 @@ __global__ void validate(const std::uint16_t* queries, const float* weights,
     if (!isfinite(weights[i])) atomicMin(error, error_code(1, i));
   const std::size_t key_bytes = s.keys * s.row_bytes;
   if (format == KeyFormat::BF16) {  // rows are back to back: element e is row e / D
-    scan_bytes(keys, key_bytes,
-               [](std::uint32_t w) { return (w & 0x7f80u) == 0x7f80u || (w & 0x7f800000u) == 0x7f800000u; },
-               [&](std::size_t i) {
-                 if (i % 2 == 0 && (reinterpret_cast<const std::uint16_t*>(keys)[i / 2] & 0x7f80u) == 0x7f80u) {
-                   const std::size_t e = i / 2;
-                   atomicMin(error, error_code(2, e + e / s.dim + 1));
-                 }
-               });
+    scan_bytes(
+        keys, key_bytes,
+        [](std::uint32_t w) {
+          return (w & 0x7f80u) == 0x7f80u || (w & 0x7f800000u) == 0x7f800000u;
+        },
+        [&](std::size_t i) {
+          if (i % 2 == 0 &&
+              (reinterpret_cast<const std::uint16_t*>(keys)[i / 2] & 0x7f80u) == 0x7f80u) {
+            const std::size_t e = i / 2;
+            atomicMin(error, error_code(2, e + e / s.dim + 1));
+          }
+        });
   } else {
     for (std::size_t j = first; j < s.keys; j += stride) {
       const float scale = row_scale(keys + j * s.row_bytes, s.dim);
@@ -90,12 +94,11 @@ __global__ void validate(const std::uint16_t* queries, const float* weights,
       return (w & 0x7fu) == 0x7fu || (w & 0x7f00u) == 0x7f00u || (w & 0x7f0000u) == 0x7f0000u ||
              (w & 0x7f000000u) == 0x7f000000u;
     };
-    scan_bytes(keys, key_bytes, nan_byte,
-               [&](std::size_t i) {
-                 const std::size_t j = i / s.row_bytes, d = i - j * s.row_bytes;
-                 if (d < s.dim && (std::uint8_t(keys[i]) & 0x7f) == 0x7f)
-                   atomicMin(error, error_code(2, j * (s.dim + 1) + d + 1));
-               });
+    scan_bytes(keys, key_bytes, nan_byte, [&](std::size_t i) {
+      const std::size_t j = i / s.row_bytes, d = i - j * s.row_bytes;
+      if (d < s.dim && (std::uint8_t(keys[i]) & 0x7f) == 0x7f)
+        atomicMin(error, error_code(2, j * (s.dim + 1) + d + 1));
+    });
   }
 }
 
@@ -111,15 +114,19 @@ struct Layout {
         dim16(unsigned((s.dim + 15) / 16 * 16)),
         stride(dim16 + 8) {}
   __host__ __device__ std::size_t keys_bytes() const { return std::size_t(kTileKeys) * stride * 2; }
-  __host__ __device__ std::size_t queries_bytes() const { return std::size_t(heads16) * stride * 2; }
+  __host__ __device__ std::size_t queries_bytes() const {
+    return std::size_t(heads16) * stride * 2;
+  }
   // keys, two query tiles (the next one loads while the current one is used), scales
   __host__ __device__ std::size_t bytes() const {
     return keys_bytes() + 2 * queries_bytes() + 4 * kTileKeys;
   }
 };
 
-__device__ __forceinline__ std::uint16_t key_bits(KeyFormat format, const std::byte* row, unsigned d) {
-  if (format == KeyFormat::E4M3) return __bfloat16_as_ushort(__float2bfloat16(e4m3_value(std::uint8_t(row[d]))));
+__device__ __forceinline__ std::uint16_t key_bits(KeyFormat format, const std::byte* row,
+                                                  unsigned d) {
+  if (format == KeyFormat::E4M3)
+    return __bfloat16_as_ushort(__float2bfloat16(e4m3_value(std::uint8_t(row[d]))));
   return reinterpret_cast<const std::uint16_t*>(row)[d];
 }
 
@@ -128,9 +135,9 @@ __device__ __forceinline__ std::uint16_t key_bits(KeyFormat format, const std::b
 // elements per step (16-byte bf16 loads, or two 4-byte E4M3 loads): the caller has
 // checked that D is a multiple of 8 and the rows are aligned for that.
 template <class RowOf>
-__device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned rows, unsigned valid,
-                                          unsigned dim, unsigned dim16, KeyFormat format,
-                                          bool vector, RowOf row) {
+__device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned rows,
+                                          unsigned valid, unsigned dim, unsigned dim16,
+                                          KeyFormat format, bool vector, RowOf row) {
   if (vector) {
     const unsigned chunks = dim16 / 8;
     for (unsigned i = threadIdx.x; i < rows * chunks; i += kThreads) {
@@ -144,7 +151,8 @@ __device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned 
           std::uint16_t h[8];
 #pragma unroll
           for (int e = 0; e < 8; ++e)
-            h[e] = __bfloat16_as_ushort(__float2bfloat16(e4m3_value(std::uint8_t(((e < 4 ? lo : hi) >> (8 * (e % 4))) & 0xff))));
+            h[e] = __bfloat16_as_ushort(__float2bfloat16(
+                e4m3_value(std::uint8_t(((e < 4 ? lo : hi) >> (8 * (e % 4))) & 0xff))));
           v = make_uint4(h[0] | std::uint32_t(h[1]) << 16, h[2] | std::uint32_t(h[3]) << 16,
                          h[4] | std::uint32_t(h[5]) << 16, h[6] | std::uint32_t(h[7]) << 16);
         } else {
@@ -184,8 +192,8 @@ __device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], 
 // 16 bytes global -> shared without passing through registers; zero-filled when
 // `bytes` is 0 (padding rows and columns).
 __device__ __forceinline__ void copy_async(void* dst, const void* src, unsigned bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
-               "r"(bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(bytes));
 }
 __device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n"); }
 template <int kPending>
@@ -195,20 +203,21 @@ __device__ __forceinline__ void copy_async_wait() {
 
 // Query t's [H, D] bf16 into a padded tile: asynchronously 16 bytes at a time when
 // the rows allow it, else element by element.
-__device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t* queries, std::size_t t,
-                                                 const Shape& s, const Layout& lay) {
+__device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t* queries,
+                                                 std::size_t t, const Shape& s, const Layout& lay) {
   const auto* base = reinterpret_cast<const std::byte*>(queries + t * s.heads * s.dim);
   if (!s.vector_queries) {
-    load_tile(tile, lay.stride, lay.heads16, unsigned(s.heads), unsigned(s.dim), lay.dim16, KeyFormat::BF16,
-              false, [&](unsigned h) { return base + std::size_t(h) * s.dim * 2; });
+    load_tile(tile, lay.stride, lay.heads16, unsigned(s.heads), unsigned(s.dim), lay.dim16,
+              KeyFormat::BF16, false,
+              [&](unsigned h) { return base + std::size_t(h) * s.dim * 2; });
     return;
   }
   const unsigned chunks = lay.dim16 / 8;
   for (unsigned i = threadIdx.x; i < lay.heads16 * chunks; i += kThreads) {
     const unsigned h = i / chunks, c = i - h * chunks;
     const bool real = h < s.heads && c * 8 < s.dim;
-    copy_async(tile + h * lay.stride + c * 8, real ? base + (std::size_t(h) * s.dim + c * 8) * 2 : base,
-               real ? 16 : 0);
+    copy_async(tile + h * lay.stride + c * 8,
+               real ? base + (std::size_t(h) * s.dim + c * 8) * 2 : base, real ? 16 : 0);
   }
 }
 
@@ -219,14 +228,14 @@ __device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t
 // then lanes l, l ^ 4, l ^ 8, l ^ 16 combine pairwise in that order. A fixed tree:
 // identical bits on every run.
 template <KeyFormat kFormat, int kMaxSteps>
-__global__ void __launch_bounds__(kThreads) score(const std::uint16_t* queries,
-                                                  const float* weights, const std::byte* keys,
-                                                  Shape s, float* out) {
+__global__ void __launch_bounds__(kThreads)
+    score(const std::uint16_t* queries, const float* weights, const std::byte* keys, Shape s,
+          float* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   const Layout lay(s);
   bf16* key_tile = reinterpret_cast<bf16*>(smem);
   bf16* query_tiles[2] = {reinterpret_cast<bf16*>(smem + lay.keys_bytes()),
-                         reinterpret_cast<bf16*>(smem + lay.keys_bytes() + lay.queries_bytes())};
+                          reinterpret_cast<bf16*>(smem + lay.keys_bytes() + lay.queries_bytes())};
   float* scale_tile = reinterpret_cast<float*>(smem + lay.keys_bytes() + 2 * lay.queries_bytes());
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
@@ -246,7 +255,8 @@ __global__ void __launch_bounds__(kThreads) score(const std::uint16_t* queries,
   // x4: lanes 0-15 one tile's two 8-column halves, lanes 16-31 the next tile's).
   const unsigned steps = lay.dim16 / 16;
   std::uint32_t b[kMaxSteps][8];
-  const bf16* b_row = key_tile + (warp * 32 + (lane % 8) + (lane / 16) * 8) * lay.stride + ((lane / 8) % 2) * 8;
+  const bf16* b_row =
+      key_tile + (warp * 32 + (lane % 8) + (lane / 16) * 8) * lay.stride + ((lane / 8) % 2) * 8;
 #pragma unroll
   for (int k = 0; k < kMaxSteps; ++k)
     if (k < int(steps)) {
@@ -298,7 +308,8 @@ __global__ void __launch_bounds__(kThreads) score(const std::uint16_t* queries,
 #pragma unroll
       for (int e = 0; e < 2; ++e)
 #pragma unroll
-        for (int m = 4; m <= 16; m *= 2) total[n][e] += __shfl_xor_sync(0xffffffffu, total[n][e], m);
+        for (int m = 4; m <= 16; m *= 2)
+          total[n][e] += __shfl_xor_sync(0xffffffffu, total[n][e], m);
     if (g == 0)
 #pragma unroll
       for (int n = 0; n < 4; ++n)
@@ -321,7 +332,8 @@ cudaError_t launch_score(const std::uint16_t* queries, const float* weights, con
   const Layout lay(s);
   const int bytes = int(lay.bytes());
   auto* kernel = score<kFormat, kMaxSteps>;
-  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
       e != cudaSuccess)
     return e;
   const dim3 grid(unsigned((s.keys + kTileKeys - 1) / kTileKeys),
@@ -345,32 +357,44 @@ Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
   // non-finite queries and weights, then the keys' shape and values. What the
   // device cannot run is refused before any data is read.
   const std::size_t heads = query_count ? weights.size() / query_count : 0;
-  if (heads * query_count != weights.size()) return ie::ShapeMismatch{heads * query_count, weights.size()};
+  if (heads * query_count != weights.size())
+    return ie::ShapeMismatch{heads * query_count, weights.size()};
   if (queries.size() != weights.size() * keys.dim)
     return ie::ShapeMismatch{weights.size() * keys.dim, queries.size()};
-  const bool odd_bf16 = keys.format == KeyFormat::BF16 && reinterpret_cast<std::uintptr_t>(keys.bytes.data()) % 2;
+  const bool odd_bf16 =
+      keys.format == KeyFormat::BF16 && reinterpret_cast<std::uintptr_t>(keys.bytes.data()) % 2;
   int device = 0, shared_limit = 0;  // a block's tiles must fit its shared memory
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return ie::DeviceFailure{int(e)};
-  if (cudaError_t e = cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (cudaError_t e =
+          cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
       e != cudaSuccess)
     return ie::DeviceFailure{int(e)};
-  const bool too_big = Layout(Shape{query_count, heads, keys.dim, 0, 0, false, false}).bytes() > std::size_t(shared_limit);
-  if (keys.format == KeyFormat::F32 || heads > MAX_DEVICE_SCORE_HEADS || keys.dim > MAX_DEVICE_SCORE_DIM || odd_bf16 ||
-      too_big)
+  const bool too_big = Layout(Shape{query_count, heads, keys.dim, 0, 0, false, false}).bytes() >
+                       std::size_t(shared_limit);
+  if (keys.format == KeyFormat::F32 || heads > MAX_DEVICE_SCORE_HEADS ||
+      keys.dim > MAX_DEVICE_SCORE_DIM || odd_bf16 || too_big)
     return ie::UnsupportedOnDevice{keys.format, heads, keys.dim};
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const bool keys_whole = row_bytes == 0 ? keys.bytes.empty() : keys.bytes.size() % row_bytes == 0;
-  const auto aligned = [](const void* p, std::uintptr_t n) { return reinterpret_cast<std::uintptr_t>(p) % n == 0; };
-  const Shape s{query_count, heads, keys.dim, keys_whole && row_bytes ? keys.bytes.size() / row_bytes : 0,
-                row_bytes,
-                keys.dim % 8 == 0 && aligned(keys.bytes.data(), keys.format == KeyFormat::E4M3 ? 4 : 16),
-                keys.dim % 8 == 0 && aligned(queries.data(), 16)};
+  const auto aligned = [](const void* p, std::uintptr_t n) {
+    return reinterpret_cast<std::uintptr_t>(p) % n == 0;
+  };
+  const Shape s{
+      query_count,
+      heads,
+      keys.dim,
+      keys_whole && row_bytes ? keys.bytes.size() / row_bytes : 0,
+      row_bytes,
+      keys.dim % 8 == 0 && aligned(keys.bytes.data(), keys.format == KeyFormat::E4M3 ? 4 : 16),
+      keys.dim % 8 == 0 && aligned(queries.data(), 16)};
 
   Verdict v;
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
-  const std::size_t work = std::max({queries.size(), weights.size(), s.keys * (s.dim + 1), std::size_t(1)});
+  const std::size_t work =
+      std::max({queries.size(), weights.size(), s.keys * (s.dim + 1), std::size_t(1)});
   const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256, 4096));
-  validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(), keys.format, s, v.word());
+  validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(),
+                                       keys.format, s, v.word());
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
   const unsigned long long verdict = v.refusal();
   Status<IndexerError> status = Ok{};
@@ -381,19 +405,22 @@ Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
       status = ie::NonFiniteInput{int(input), at};
     } else {
       const std::size_t j = at / (s.dim + 1), pos = at % (s.dim + 1);
-      status = ie::NonFiniteInput{2, keys.format == KeyFormat::E4M3 && pos == 0
-                                         ? j * row_bytes + s.dim
-                                         : j * s.dim + pos - 1};
+      status =
+          ie::NonFiniteInput{2, keys.format == KeyFormat::E4M3 && pos == 0 ? j * row_bytes + s.dim
+                                                                           : j * s.dim + pos - 1};
     }
   } else if (!keys_whole) {
-    status = ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0, keys.bytes.size()};
+    status = ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0,
+                               keys.bytes.size()};
   } else if (out.size() != s.queries * s.keys) {
     status = ie::ShapeMismatch{s.queries * s.keys, out.size()};
   } else if (s.queries > 0 && s.keys > 0) {
     const cudaError_t e =
         keys.format == KeyFormat::E4M3
-            ? launch_score<KeyFormat::E4M3>(queries.data(), weights.data(), keys.bytes.data(), s, out.data(), stream)
-            : launch_score<KeyFormat::BF16>(queries.data(), weights.data(), keys.bytes.data(), s, out.data(), stream);
+            ? launch_score<KeyFormat::E4M3>(queries.data(), weights.data(), keys.bytes.data(), s,
+                                            out.data(), stream)
+            : launch_score<KeyFormat::BF16>(queries.data(), weights.data(), keys.bytes.data(), s,
+                                            out.data(), stream);
     if (e != cudaSuccess) status = ie::DeviceFailure{int(e)};
   }
   return status;

@@ -12,15 +12,19 @@
 
 namespace aether::cuda {
 
-__device__ __forceinline__ void wait_for_previous_kernel() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
 // Lets the next kernel (if launched `overlapped`) start before this one ends.
-__device__ __forceinline__ void let_next_kernel_start() { asm volatile("griddepcontrol.launch_dependents;"); }
+__device__ __forceinline__ void let_next_kernel_start() {
+  asm volatile("griddepcontrol.launch_dependents;");
+}
 
 // Launches kernel<<<grid, threads, shared, stream>>>(args...) as a programmatic
 // dependent of the previous kernel on the stream.
 template <class... Params, class... Args>
-cudaError_t overlapped(void (*kernel)(Params...), dim3 grid, int threads, std::size_t shared, Stream stream,
-                       Args... args) {
+cudaError_t overlapped(void (*kernel)(Params...), dim3 grid, int threads, std::size_t shared,
+                       Stream stream, Args... args) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;

@@ -59,7 +59,8 @@ __device__ __forceinline__ unsigned long long refusal_code(std::size_t lane, int
 // *bad is set to the refusal kind when there is one.
 __device__ __forceinline__ std::int32_t slot_of(std::int64_t j, std::size_t lane,
                                                 const std::int32_t* valid_counts,
-                                                const std::int32_t* tables, const Geometry& g, int* bad) {
+                                                const std::int32_t* tables, const Geometry& g,
+                                                int* bad) {
   const std::size_t n = lane / g.k;
   const std::size_t i = lane - n * g.k;
   const std::int32_t count = valid_counts[n];
@@ -100,8 +101,9 @@ __device__ __forceinline__ std::int32_t load_if(bool take, const std::int32_t* p
 // once per quad.
 template <bool OneRequest, int B, int U, class QuadOf>
 __device__ __forceinline__ void convert_narrow(std::int32_t (&j)[U][4], int base, QuadOf quad,
-                                               const std::int32_t* valid_counts, const std::int32_t* tables,
-                                               const Geometry& g, unsigned long long& lowest) {
+                                               const std::int32_t* valid_counts,
+                                               const std::int32_t* tables, const Geometry& g,
+                                               unsigned long long& lowest) {
   const auto lane_of = [&](int u, int e) { return 4 * quad(base + u) + std::size_t(e); };
   const auto request_of = [&](int u, int e) {
     return g.k32.quotient(std::uint32_t(lane_of(u, OneRequest ? 0 : e)));
@@ -116,10 +118,11 @@ __device__ __forceinline__ void convert_narrow(std::int32_t (&j)[U][4], int base
         limit[u][e] = limit[u][0];
         continue;
       }
-      limit[u][e] = std::uint32_t(max(load_if(lane_of(u, e) < g.lanes, valid_counts + request_of(u, e)), 0));
+      limit[u][e] =
+          std::uint32_t(max(load_if(lane_of(u, e) < g.lanes, valid_counts + request_of(u, e)), 0));
     }
-  // A row is in the table when 0 <= row < blocks_per_request bc: one unsigned
-  // comparison (a negative row reads as 2^31 or more, and rows_in_table <= 2^31).
+    // A row is in the table when 0 <= row < blocks_per_request bc: one unsigned
+    // comparison (a negative row reads as 2^31 or more, and rows_in_table <= 2^31).
 #pragma unroll
   for (int u = 0; u < B; ++u)
 #pragma unroll
@@ -135,10 +138,11 @@ __device__ __forceinline__ void convert_narrow(std::int32_t (&j)[U][4], int base
     for (int e = 0; e < 4; ++e) {
       const std::uint32_t n = request_of(u, e), i = std::uint32_t(lane_of(u, e)) - n * g.k32.d;
       const std::uint32_t row = std::uint32_t(j[base + u][e]);
-      const std::uint64_t slot =
-          std::uint64_t(std::uint32_t(block[u][e])) * g.bc32.d + (row - g.bc32.quotient(row) * g.bc32.d);
+      const std::uint64_t slot = std::uint64_t(std::uint32_t(block[u][e])) * g.bc32.d +
+                                 (row - g.bc32.quotient(row) * g.bc32.d);
       const bool taken = i < limit[u][e] && j[base + u][e] != -1;
-      const bool in_table = row < g.rows_in_table, good = in_table && block[u][e] >= 0 && slot <= kMaxSlot;
+      const bool in_table = row < g.rows_in_table,
+                 good = in_table && block[u][e] >= 0 && slot <= kMaxSlot;
       j[base + u][e] = taken && good ? std::int32_t(slot) : -1;
       if (taken && !good) [[unlikely]]
         lowest = min(lowest, refusal_code(lane_of(u, e), in_table ? 1 : 0));
@@ -150,7 +154,8 @@ __device__ __forceinline__ void convert_narrow(std::int32_t (&j)[U][4], int base
 // lane through slot_of (only where Wide: the one-pass kernels take only narrow
 // calls).
 template <int B, bool Wide = true, int U, class QuadOf>
-__device__ __forceinline__ void convert_quads(std::int32_t (&j)[U][4], QuadOf quad, const std::int32_t* valid_counts,
+__device__ __forceinline__ void convert_quads(std::int32_t (&j)[U][4], QuadOf quad,
+                                              const std::int32_t* valid_counts,
                                               const std::int32_t* tables, const Geometry& g,
                                               unsigned long long& lowest) {
   static_assert(U % B == 0);
@@ -168,8 +173,10 @@ __device__ __forceinline__ void convert_quads(std::int32_t (&j)[U][4], QuadOf qu
   }
 #pragma unroll
   for (int base = 0; base < U; base += B) {
-    if (g.k32.d % 4 == 0) convert_narrow<true, B>(j, base, quad, valid_counts, tables, g, lowest);
-    else convert_narrow<false, B>(j, base, quad, valid_counts, tables, g, lowest);
+    if (g.k32.d % 4 == 0)
+      convert_narrow<true, B>(j, base, quad, valid_counts, tables, g, lowest);
+    else
+      convert_narrow<false, B>(j, base, quad, valid_counts, tables, g, lowest);
   }
 }
 
@@ -187,8 +194,8 @@ __device__ __forceinline__ std::size_t quad_of(unsigned block, int u) {
 // One 16-byte access per quad when Vector (rows and out 16-byte aligned), else
 // four; lanes past the end read as -1 and are not written.
 template <bool Vector>
-__device__ __forceinline__ void load_quad(const std::int32_t* rows, std::size_t q, std::size_t lanes,
-                                          std::int32_t (&j)[4]) {
+__device__ __forceinline__ void load_quad(const std::int32_t* rows, std::size_t q,
+                                          std::size_t lanes, std::int32_t (&j)[4]) {
   if (Vector && 4 * q + 4 <= lanes) {
     const int4 v = reinterpret_cast<const int4*>(rows)[q];
     j[0] = v.x, j[1] = v.y, j[2] = v.z, j[3] = v.w;
@@ -211,23 +218,25 @@ __device__ __forceinline__ void store_quad(std::int32_t* out, std::size_t q, std
 }
 
 // The refused lane's row, and for a bad block the block id, for the host's error.
-__device__ void describe(unsigned long long refusal, const std::int32_t* rows, const std::int32_t* tables,
-                         const Geometry& g, DeviceVerdict* verdict) {
+__device__ void describe(unsigned long long refusal, const std::int32_t* rows,
+                         const std::int32_t* tables, const Geometry& g, DeviceVerdict* verdict) {
   const std::size_t lane = std::size_t(refusal >> 1);
   const std::int64_t row = rows[lane];
   verdict->detail[0] = row;
-  if (refusal & 1) verdict->detail[1] = tables[lane / g.k * g.blocks_per_request + std::size_t(row / g.bc)];
+  if (refusal & 1)
+    verdict->detail[1] = tables[lane / g.k * g.blocks_per_request + std::size_t(row / g.bc)];
 }
 
 template <bool Vector>
-__global__ void __launch_bounds__(kThreads) validate(const std::int32_t* rows, const std::int32_t* valid_counts,
-                                                     const std::int32_t* tables, Geometry g,
-                                                     unsigned long long* refusal) {
+__global__ void __launch_bounds__(kThreads)
+    validate(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+             Geometry g, unsigned long long* refusal) {
   std::int32_t j[kQuads][4];
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j[u]);
   unsigned long long lowest = kNoRefusal;
-  convert_quads<kQuads>(j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, lowest);
+  convert_quads<kQuads>(
+      j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, lowest);
   if (lowest != kNoRefusal) atomicMin(refusal, lowest);
 }
 
@@ -236,13 +245,15 @@ __global__ void __launch_bounds__(kThreads) validate(const std::int32_t* rows, c
 // writing any, as out may be rows.
 template <bool Vector>
 __device__ __forceinline__ void convert_block(unsigned block, const std::int32_t* rows,
-                                              const std::int32_t* valid_counts, const std::int32_t* tables,
-                                              const Geometry& g, std::int32_t* out) {
+                                              const std::int32_t* valid_counts,
+                                              const std::int32_t* tables, const Geometry& g,
+                                              std::int32_t* out) {
   std::int32_t j[kQuads][4];
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(block, u), g.lanes, j[u]);
   unsigned long long refused = kNoRefusal;  // the lanes it would name are -1 already
-  convert_quads<kQuads>(j, [block](int u) { return quad_of(block, u); }, valid_counts, tables, g, refused);
+  convert_quads<kQuads>(
+      j, [block](int u) { return quad_of(block, u); }, valid_counts, tables, g, refused);
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
 }
@@ -252,9 +263,9 @@ __device__ __forceinline__ void convert_block(unsigned block, const std::int32_t
 // Blocks take the quads in reverse order: the last ones validated are the
 // likeliest still in L2.
 template <bool Vector>
-__global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, const std::int32_t* valid_counts,
-                                                    const std::int32_t* tables, Geometry g,
-                                                    DeviceVerdict* verdict, std::int32_t* out) {
+__global__ void __launch_bounds__(kThreads)
+    convert(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+            Geometry g, DeviceVerdict* verdict, std::int32_t* out) {
   if (const unsigned long long refusal = verdict->refusal; refusal != kNoRefusal) {
     if (blockIdx.x == 0 && threadIdx.x == 0) describe(refusal, rows, tables, g, verdict);
     return;
@@ -266,8 +277,9 @@ __global__ void __launch_bounds__(kThreads) convert(const std::int32_t* rows, co
 // The masked conversion (model::paged_slots_masked): nothing to wait for, so
 // one pass, no verdict.
 template <bool Vector>
-__global__ void __launch_bounds__(kThreads) convert_masked(const std::int32_t* rows, const std::int32_t* valid_counts,
-                                                           const std::int32_t* tables, Geometry g, std::int32_t* out) {
+__global__ void __launch_bounds__(kThreads)
+    convert_masked(const std::int32_t* rows, const std::int32_t* valid_counts,
+                   const std::int32_t* tables, Geometry g, std::int32_t* out) {
   convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);
 }
 
@@ -280,21 +292,24 @@ __global__ void __launch_bounds__(kThreads) convert_masked(const std::int32_t* r
 // lanes per thread in shared memory is slower from 8 to 32 MiB (docs/performance.md).
 template <bool Vector>
 __global__ void __launch_bounds__(kThreads)
-    convert_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                     Geometry g, DeviceVerdict* verdict, std::int32_t* out) {
+    convert_resident(const std::int32_t* rows, const std::int32_t* valid_counts,
+                     const std::int32_t* tables, Geometry g, DeviceVerdict* verdict,
+                     std::int32_t* out) {
   if (blockIdx.x == 0 && threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call's word
   std::int32_t j[kResidentQuads][4];
 #pragma unroll
   for (int u = 0; u < kResidentQuads; ++u)
     load_quad<Vector>(rows, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
   unsigned long long lowest = kNoRefusal;
-  convert_quads<kResidentQuads, false>(j, [](int u) { return quad_of<kResidentQuads>(blockIdx.x, u); },
-                                       valid_counts, tables, g, lowest);
+  convert_quads<kResidentQuads, false>(
+      j, [](int u) { return quad_of<kResidentQuads>(blockIdx.x, u); }, valid_counts, tables, g,
+      lowest);
   const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   grid.sync();  // the word reset (block 0, first thing) before any block records a refusal
   if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
   grid.sync();  // every lane checked; the word final
-  if (const unsigned long long refusal = *static_cast<volatile unsigned long long*>(&verdict->refusal);
+  if (const unsigned long long refusal =
+          *static_cast<volatile unsigned long long*>(&verdict->refusal);
       refusal != kNoRefusal) {
     if (blockIdx.x == 0 && threadIdx.x == 0) describe(refusal, rows, tables, g, verdict);
     return;
@@ -305,9 +320,10 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The host's refusals (geometry, shapes), else the call's geometry.
-Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests, std::size_t table_size,
-                         std::size_t blocks_per_request, std::int64_t block_tokens, std::int64_t ratio,
-                         std::size_t out_size, Geometry* g) {
+Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
+                         std::size_t table_size, std::size_t blocks_per_request,
+                         std::int64_t block_tokens, std::int64_t ratio, std::size_t out_size,
+                         Geometry* g) {
   if (ratio <= 0 || block_tokens <= 0 || block_tokens % ratio != 0)
     return pe::BadGeometry{block_tokens, ratio};
   const std::int64_t bc = block_tokens / ratio;
@@ -333,8 +349,9 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
 // One cooperative pass when the call fits one resident grid; false if it does
 // not. The pass resets the verdict word itself.
 template <bool Vector>
-bool launched_resident(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                       Geometry g, DeviceVerdict* verdict, std::int32_t* out, Stream stream, cudaError_t* e) {
+bool launched_resident(const std::int32_t* rows, const std::int32_t* valid_counts,
+                       const std::int32_t* tables, Geometry g, DeviceVerdict* verdict,
+                       std::int32_t* out, Stream stream, cudaError_t* e) {
   constexpr std::size_t per_block = std::size_t(kThreads) * kResidentQuads * 4;
   const std::size_t blocks = (g.lanes + per_block - 1) / per_block;
   const void* kernel = reinterpret_cast<const void*>(&convert_resident<Vector>);
@@ -347,32 +364,41 @@ bool launched_resident(const std::int32_t* rows, const std::int32_t* valid_count
 // The one-pass kernel when the call fits, else validate then convert (`reset`:
 // the verdict word is set to kNoRefusal first).
 template <bool Vector>
-cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                          Geometry g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
+cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts,
+                          const std::int32_t* tables, Geometry g, DeviceVerdict* verdict,
+                          std::int32_t* out, bool reset, Stream stream) {
   cudaError_t e = cudaSuccess;
-  if (g.narrow && launched_resident<Vector>(rows, valid_counts, tables, g, verdict, out, stream, &e)) return e;
+  if (g.narrow &&
+      launched_resident<Vector>(rows, valid_counts, tables, g, verdict, out, stream, &e))
+    return e;
   if (reset)
-    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
+        e != cudaSuccess)
       return e;
   const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
-  validate<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, &verdict->refusal);
+  validate<Vector>
+      <<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, &verdict->refusal);
   convert<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, verdict, out);
   return cudaGetLastError();
 }
 
-cudaError_t launch_masked(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                          const Geometry& g, std::int32_t* out, Stream stream) {
+cudaError_t launch_masked(const std::int32_t* rows, const std::int32_t* valid_counts,
+                          const std::int32_t* tables, const Geometry& g, std::int32_t* out,
+                          Stream stream) {
   const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
-  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
+  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 &&
+      reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
     convert_masked<true><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, out);
   else
     convert_masked<false><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, out);
   return cudaGetLastError();
 }
 
-cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-                   const Geometry& g, DeviceVerdict* verdict, std::int32_t* out, bool reset, Stream stream) {
-  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
+cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts,
+                   const std::int32_t* tables, const Geometry& g, DeviceVerdict* verdict,
+                   std::int32_t* out, bool reset, Stream stream) {
+  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 &&
+      reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
     return launch_passes<true>(rows, valid_counts, tables, g, verdict, out, reset, stream);
   return launch_passes<false>(rows, valid_counts, tables, g, verdict, out, reset, stream);
 }
@@ -392,17 +418,18 @@ Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std:
                                         std::int64_t ratio, std::span<std::int32_t> out,
                                         DeviceVerdict* verdict, Stream stream) {
   Geometry g;
-  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request, block_tokens,
-                    ratio, out.size(), &g);
+  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
+                    block_tokens, ratio, out.size(), &g);
       !s.ok())
     return s;
   if (rows.empty()) {
-    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream); e != cudaSuccess)
+    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
+        e != cudaSuccess)
       return pe::DeviceFailure{int(e)};
     return Ok{};
   }
-  if (cudaError_t e =
-          launch(rows.data(), valid_counts.data(), block_tables.data(), g, verdict, out.data(), true, stream);
+  if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, verdict,
+                             out.data(), true, stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   return Ok{};
@@ -414,15 +441,15 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
                                 std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
   Geometry g;
-  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request, block_tokens,
-                    ratio, out.size(), &g);
+  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
+                    block_tokens, ratio, out.size(), &g);
       !s.ok())
     return s;
   if (rows.empty()) return Ok{};
   Verdict v;
   if (int e = begin_verdict(v, stream)) return pe::DeviceFailure{e};
-  if (cudaError_t e =
-          launch(rows.data(), valid_counts.data(), block_tables.data(), g, v.device, out.data(), false, stream);
+  if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, v.device,
+                             out.data(), false, stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   if (int e = end_verdict(v, stream)) return pe::DeviceFailure{e};
@@ -432,15 +459,17 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
 Status<PagingError> enqueue_paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
                                                std::span<const std::int32_t> valid_counts,
                                                std::span<const std::int32_t> block_tables,
-                                               std::size_t blocks_per_request, std::int64_t block_tokens,
-                                               std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
+                                               std::size_t blocks_per_request,
+                                               std::int64_t block_tokens, std::int64_t ratio,
+                                               std::span<std::int32_t> out, Stream stream) {
   Geometry g;
-  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request, block_tokens,
-                    ratio, out.size(), &g);
+  if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
+                    block_tokens, ratio, out.size(), &g);
       !s.ok())
     return s;
   if (rows.empty()) return Ok{};
-  if (cudaError_t e = launch_masked(rows.data(), valid_counts.data(), block_tables.data(), g, out.data(), stream);
+  if (cudaError_t e = launch_masked(rows.data(), valid_counts.data(), block_tables.data(), g,
+                                    out.data(), stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   return Ok{};
@@ -450,12 +479,14 @@ Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::
                                        std::span<const std::int32_t> valid_counts,
                                        std::span<const std::int32_t> block_tables,
                                        std::size_t blocks_per_request, std::int64_t block_tokens,
-                                       std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
-  if (auto s = enqueue_paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request, block_tokens,
-                                          ratio, out, stream);
+                                       std::int64_t ratio, std::span<std::int32_t> out,
+                                       Stream stream) {
+  if (auto s = enqueue_paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request,
+                                          block_tokens, ratio, out, stream);
       !s.ok())
     return s;
-  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return pe::DeviceFailure{int(e)};
+  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
+    return pe::DeviceFailure{int(e)};
   return Ok{};
 }
 

@@ -46,13 +46,15 @@ Status<PagingError> paged_slots_verdict(const DeviceVerdict& verdict);
 Status<PagingError> enqueue_paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
                                                std::span<const std::int32_t> valid_counts,
                                                std::span<const std::int32_t> block_tables,
-                                               std::size_t blocks_per_request, std::int64_t block_tokens,
-                                               std::int64_t ratio, std::span<std::int32_t> out,
+                                               std::size_t blocks_per_request,
+                                               std::int64_t block_tokens, std::int64_t ratio,
+                                               std::span<std::int32_t> out,
                                                Stream stream = nullptr);
 Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
                                        std::span<const std::int32_t> valid_counts,
                                        std::span<const std::int32_t> block_tables,
                                        std::size_t blocks_per_request, std::int64_t block_tokens,
-                                       std::int64_t ratio, std::span<std::int32_t> out, Stream stream = nullptr);
+                                       std::int64_t ratio, std::span<std::int32_t> out,
+                                       Stream stream = nullptr);
 
 }  // namespace aether::cuda

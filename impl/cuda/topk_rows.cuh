@@ -58,8 +58,8 @@ __device__ __forceinline__ bool bad_end(std::int32_t end, std::size_t width) {
 // One block of kThreads selects a row's K largest of its n valid scores into
 // `lanes`, in index order; `hist` is 2048 words of the caller's shared memory.
 // Not inlined: inlined into wide_finish it spilled at that kernel's 64 registers.
-static __device__ __noinline__ void select_row(const float* row, std::size_t n, std::size_t k, std::int32_t* lanes,
-                                               unsigned* hist) {
+static __device__ __noinline__ void select_row(const float* row, std::size_t n, std::size_t k,
+                                               std::int32_t* lanes, unsigned* hist) {
   using Scan = cub::BlockScan<unsigned, kThreads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ unsigned chosen_digit, rank_left;

@@ -23,8 +23,8 @@ struct RowShape {
 
 // Bit min(σ(x), S - 1) of an entry x >= 0 (none for padding). For x >= L the
 // clamp equals min(x, S - 1): see impl/cpu/witness.cpp.
-__device__ __forceinline__ std::uint64_t segment_bit(std::int32_t x, std::int32_t len,
-                                                     double ratio, int last) {
+__device__ __forceinline__ std::uint64_t segment_bit(std::int32_t x, std::int32_t len, double ratio,
+                                                     int last) {
   // Branch-free: an early return for padding would wrap every entry in its own
   // divergent region and serialize the conversion latencies of a thread's entries.
   const std::int32_t xc = max(x, 0);
@@ -65,7 +65,9 @@ struct RowGeometry {
   int s_eff, last;
   double ratio;  // S_eff * RN(1 / L): within 2 ulp of S_eff / L, far inside the 2^-31 margin
   __device__ RowGeometry(std::int32_t l, int num_segments)
-      : len(l), s_eff(l > 0 ? min(num_segments, l) : 0), last(num_segments - 1),
+      : len(l),
+        s_eff(l > 0 ? min(num_segments, l) : 0),
+        last(num_segments - 1),
         ratio(l > 0 ? double(s_eff) * reciprocal(double(l)) : 0.0) {}
   // Segments of [0, S_eff) no entry occupies; none when L <= 0.
   __device__ std::uint64_t missing(std::uint64_t occupied) const {
@@ -97,9 +99,9 @@ __device__ void write_witness(std::uint64_t missing, std::size_t n, std::size_t 
 
 // Any shape: every slot is copied (out of place) in the pass that builds the mask;
 // block_or's barrier then orders the witness stores after the copy.
-__global__ void __launch_bounds__(kThreads) merge_rows_any(const std::int32_t* learned,
-                                                           const std::int32_t* context_lens,
-                                                           RowShape shape, std::int32_t* out) {
+__global__ void __launch_bounds__(kThreads)
+    merge_rows_any(const std::int32_t* learned, const std::int32_t* context_lens, RowShape shape,
+                   std::int32_t* out) {
   const std::size_t r = blockIdx.x;
   const RowGeometry g(context_lens[r], int(shape.num_segments));
   const std::int32_t* row = learned + r * shape.topk;
@@ -122,10 +124,9 @@ __global__ void __launch_bounds__(kThreads) merge_rows_any(const std::int32_t* l
 // threads, the n witnesses by the threads of their segments. Segment edges are
 // computed while the loads are in flight.
 template <int kVec>
-__global__ void __launch_bounds__(kThreads) merge_rows_registers(const std::int32_t* learned,
-                                                                 const std::int32_t* context_lens,
-                                                                 RowShape shape,
-                                                                 std::int32_t* out) {
+__global__ void __launch_bounds__(kThreads)
+    merge_rows_registers(const std::int32_t* learned, const std::int32_t* context_lens,
+                         RowShape shape, std::int32_t* out) {
   const std::size_t r = blockIdx.x;
   const std::int32_t len = context_lens[r];
   const std::size_t n4 = shape.topk / 4;
@@ -165,9 +166,9 @@ __global__ void __launch_bounds__(kThreads) merge_rows_registers(const std::int3
   }
 }
 
-__global__ void __launch_bounds__(kThreads) table_kernel(const std::int32_t* learned,
-                                                         const std::int32_t* context_lens,
-                                                         RowShape shape, std::int32_t* table) {
+__global__ void __launch_bounds__(kThreads)
+    table_kernel(const std::int32_t* learned, const std::int32_t* context_lens, RowShape shape,
+                 std::int32_t* table) {
   const std::size_t r = blockIdx.x;
   const RowGeometry g(context_lens[r], int(shape.num_segments));
   const std::int32_t* row = learned + r * shape.topk;
@@ -189,15 +190,14 @@ Status<WitnessError> launched() {
 Status<WitnessError> topology_witness_indices(std::span<const std::int32_t> learned,
                                               std::size_t topk,
                                               std::span<const std::int32_t> context_lens,
-                                              std::size_t num_segments,
-                                              std::span<std::int32_t> out, Stream stream) {
+                                              std::size_t num_segments, std::span<std::int32_t> out,
+                                              Stream stream) {
   const std::size_t rows = context_lens.size();
   if (auto e = impl::table_refusal(learned.size(), topk, rows, num_segments, out.size())) return *e;
   if (rows == 0) return Ok{};
   if (rows > 0x7fffffffu) return we::DeviceFailure{int(cudaErrorInvalidConfiguration)};
-  table_kernel<<<unsigned(rows), kThreads, 0, stream>>>(learned.data(), context_lens.data(),
-                                                        RowShape{topk, 0, 0, num_segments},
-                                                        out.data());
+  table_kernel<<<unsigned(rows), kThreads, 0, stream>>>(
+      learned.data(), context_lens.data(), RowShape{topk, 0, 0, num_segments}, out.data());
   return launched();
 }
 
@@ -208,8 +208,8 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
                                               std::size_t max_replacements,
                                               std::span<std::int32_t> out, Stream stream) {
   const std::size_t rows = context_lens.size();
-  if (auto e = impl::merge_refusal(learned.size(), topk, rows, learned_keep, num_segments,
-                                   out.size()))
+  if (auto e =
+          impl::merge_refusal(learned.size(), topk, rows, learned_keep, num_segments, out.size()))
     return *e;
   if (rows == 0) return Ok{};
   const std::size_t budget = std::min(max_replacements, topk - learned_keep);
@@ -220,17 +220,23 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
   const std::size_t per_thread = (topk / 4 + kThreads - 1) / kThreads;
   const auto grid = unsigned(rows);
   if (topk % 4 != 0 || !aligned(learned.data()) || !aligned(out.data()) || per_thread > 16)
-    merge_rows_any<<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+    merge_rows_any<<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape,
+                                                  out.data());
   else if (per_thread <= 1)
-    merge_rows_registers<1><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+    merge_rows_registers<1>
+        <<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   else if (per_thread <= 2)
-    merge_rows_registers<2><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+    merge_rows_registers<2>
+        <<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   else if (per_thread <= 4)
-    merge_rows_registers<4><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+    merge_rows_registers<4>
+        <<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   else if (per_thread <= 8)
-    merge_rows_registers<8><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+    merge_rows_registers<8>
+        <<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   else
-    merge_rows_registers<16><<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
+    merge_rows_registers<16>
+        <<<grid, kThreads, 0, stream>>>(learned.data(), context_lens.data(), shape, out.data());
   return launched();
 }
 

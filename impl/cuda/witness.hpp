@@ -16,8 +16,7 @@ namespace aether::cuda {
 Status<WitnessError> topology_witness_indices(std::span<const std::int32_t> learned,
                                               std::size_t topk,
                                               std::span<const std::int32_t> context_lens,
-                                              std::size_t num_segments,
-                                              std::span<std::int32_t> out,
+                                              std::size_t num_segments, std::span<std::int32_t> out,
                                               Stream stream = nullptr);
 
 // One pass over each row: occupancy mask, then the row (out of place) and the
@@ -27,14 +26,12 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
                                               std::span<const std::int32_t> context_lens,
                                               std::size_t learned_keep, std::size_t num_segments,
                                               std::size_t max_replacements,
-                                              std::span<std::int32_t> out,
-                                              Stream stream = nullptr);
+                                              std::span<std::int32_t> out, Stream stream = nullptr);
 
 // In place: reads each row once and writes at most S slots.
 Status<WitnessError> scatter_topology_witnesses(std::span<std::int32_t> topk_indices,
                                                 std::size_t topk,
                                                 std::span<const std::int32_t> context_lens,
-                                                std::size_t num_segments,
-                                                Stream stream = nullptr);
+                                                std::size_t num_segments, Stream stream = nullptr);
 
 }  // namespace aether::cuda

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <cstddef>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 

@@ -16,9 +16,9 @@
 namespace aether::props {
 
 using CompressStep = std::function<Status<CompressError>(
-    std::span<const CompressRequest> requests, std::span<const float> projected, std::span<float> ring,
-    const CompressShape& shape, std::span<std::uint16_t> rows, std::span<std::int32_t> row_index,
-    std::span<std::int32_t> positions)>;
+    std::span<const CompressRequest> requests, std::span<const float> projected,
+    std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
+    std::span<std::int32_t> row_index, std::span<std::int32_t> positions)>;
 
 struct CompressBackend {
   std::string name;

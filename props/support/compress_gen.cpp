@@ -1,7 +1,7 @@
 #include "props/support/compress_gen.hpp"
 
-#include <bit>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <ostream>
 #include <random>
@@ -13,9 +13,8 @@ namespace gen = rc::gen;
 rc::Gen<Sequence> gen_grid_sequence(std::size_t n, std::size_t dim) {
   return gen::exec([n, dim] {
     Sequence s{dim, {}};
-    const auto scores = *gen::container<std::vector<float>>(dim, gen::map(gen::inRange(-40, 41), [](int x) {
-      return float(x) / 4;
-    }));
+    const auto scores = *gen::container<std::vector<float>>(
+        dim, gen::map(gen::inRange(-40, 41), [](int x) { return float(x) / 4; }));
     for (std::size_t p = 0; p < n; ++p) {
       s.projected.insert(s.projected.end(), scores.begin(), scores.end());
       for (std::size_t d = 0; d < dim; ++d) s.projected.push_back(float(*gen::inRange(-15, 16)));
@@ -28,11 +27,12 @@ rc::Gen<Sequence> gen_float_sequence(std::size_t n, std::size_t dim) {
   return gen::exec([n, dim] {
     Sequence s{dim, {}};
     const auto score = gen::map(gen::inRange(-30000, 30001), [](int x) { return float(x) / 1000; });
-    const auto latent = gen::map(gen::tuple(gen::inRange(-20, 21), gen::arbitrary<std::uint32_t>()),
-                                 [](std::tuple<int, std::uint32_t> t) {
-                                   const auto [e, bits] = t;
-                                   return std::ldexp(std::bit_cast<float>((bits & 0x807fffffu) | 0x3f800000u), e);
-                                 });
+    const auto latent =
+        gen::map(gen::tuple(gen::inRange(-20, 21), gen::arbitrary<std::uint32_t>()),
+                 [](std::tuple<int, std::uint32_t> t) {
+                   const auto [e, bits] = t;
+                   return std::ldexp(std::bit_cast<float>((bits & 0x807fffffu) | 0x3f800000u), e);
+                 });
     const bool tied = *gen::inRange(0, 8) == 0;  // now and then a group with equal scores
     for (std::size_t p = 0; p < n; ++p) {
       for (std::size_t d = 0; d < dim; ++d) s.projected.push_back(tied ? 1.5f : *score);
@@ -67,8 +67,9 @@ Status<CompressError> step(const CompressBackend& backend, const CompressShape& 
                            std::size_t keep_rows = SIZE_MAX) {
   const CompressRequest q{0, start, std::int32_t(positions.size() / (2 * shape.dim))};
   const std::int64_t r = shape.ratio;
-  const std::size_t out = decode ? std::size_t(q.tokens)
-                                 : std::size_t(std::max<std::int64_t>(1, (start + q.tokens) / r - start / r));
+  const std::size_t out =
+      decode ? std::size_t(q.tokens)
+             : std::size_t(std::max<std::int64_t>(1, (start + q.tokens) / r - start / r));
   std::vector<std::uint16_t> rows(out * shape.dim, 0x5a5a);
   std::vector<std::int32_t> index(out, 0x5a5a5a5a), position(out, 0x5a5a5a5a);
   const auto call = decode ? backend.decode : backend.prefill;
@@ -77,34 +78,39 @@ Status<CompressError> step(const CompressBackend& backend, const CompressShape& 
   run.reserved += out;
   for (std::size_t i = 0; i < out && i < keep_rows; ++i)
     if (index[i] >= 0)
-      run.rows[index[i]] = std::vector<std::uint16_t>(rows.begin() + std::ptrdiff_t(i * shape.dim),
-                                                      rows.begin() + std::ptrdiff_t((i + 1) * shape.dim));
+      run.rows[index[i]] =
+          std::vector<std::uint16_t>(rows.begin() + std::ptrdiff_t(i * shape.dim),
+                                     rows.begin() + std::ptrdiff_t((i + 1) * shape.dim));
   return Ok{};
 }
 }  // namespace
 
-Result<ImplRun, CompressError> run_chunks(const CompressBackend& backend, const CompressShape& shape,
-                                          const Sequence& seq, std::span<const std::size_t> chunks) {
+Result<ImplRun, CompressError> run_chunks(const CompressBackend& backend,
+                                          const CompressShape& shape, const Sequence& seq,
+                                          std::span<const std::size_t> chunks) {
   ImplRun run;
   run.ring.assign(shape.state_slots * shape.ring * 2 * shape.dim, 0.0f);
   std::size_t start = 0;
   for (std::size_t len : chunks) {
-    if (auto st = step(backend, shape, false, std::int64_t(start), seq.positions(start, len), run); !st)
+    if (auto st = step(backend, shape, false, std::int64_t(start), seq.positions(start, len), run);
+        !st)
       return st.error();
     start += len;
   }
   return run;
 }
 
-Result<ImplRun, CompressError> run_verify(const CompressBackend& backend, const CompressShape& shape,
-                                          const Sequence& seq, std::size_t prefix,
-                                          std::span<const VerifyStep> steps) {
+Result<ImplRun, CompressError> run_verify(const CompressBackend& backend,
+                                          const CompressShape& shape, const Sequence& seq,
+                                          std::size_t prefix, std::span<const VerifyStep> steps) {
   ImplRun run;
   run.ring.assign(shape.state_slots * shape.ring * 2 * shape.dim, 0.0f);
-  if (auto st = step(backend, shape, false, 0, seq.positions(0, prefix), run); !st) return st.error();
+  if (auto st = step(backend, shape, false, 0, seq.positions(0, prefix), run); !st)
+    return st.error();
   std::size_t start = prefix;
   for (const VerifyStep& v : steps) {
-    if (auto st = step(backend, shape, true, std::int64_t(start), v.draft, run, v.accepted); !st) return st.error();
+    if (auto st = step(backend, shape, true, std::int64_t(start), v.draft, run, v.accepted); !st)
+      return st.error();
     start += v.accepted;
   }
   return run;
@@ -123,21 +129,24 @@ std::vector<model::Position> model_positions(const Sequence& seq) {
   return out;
 }
 
-std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape, std::int64_t first,
-                                  std::int64_t last) {
+std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape,
+                                  std::int64_t first, std::int64_t last) {
   std::vector<float> out;
   const std::size_t width = 2 * shape.dim;
   for (std::int64_t p = first; p < last; ++p) {
     const std::size_t at = std::size_t(p) % shape.ring * width;
-    out.insert(out.end(), run.ring.begin() + std::ptrdiff_t(at), run.ring.begin() + std::ptrdiff_t(at + width));
+    out.insert(out.end(), run.ring.begin() + std::ptrdiff_t(at),
+               run.ring.begin() + std::ptrdiff_t(at + width));
   }
   return out;
 }
 
 void showValue(const BatchCall& c, std::ostream& os) {
-  os << (c.decode ? "decode" : "prefill") << " r=" << c.shape.ratio << " D=" << c.shape.dim << " S=" << c.shape.ring
-     << " slots=" << c.shape.state_slots << " rows=" << c.rows << " requests:";
-  for (const auto& q : c.requests) os << " {slot " << q.state_slot << ", start " << q.start << ", tokens " << q.tokens << "}";
+  os << (c.decode ? "decode" : "prefill") << " r=" << c.shape.ratio << " D=" << c.shape.dim
+     << " S=" << c.shape.ring << " slots=" << c.shape.state_slots << " rows=" << c.rows
+     << " requests:";
+  for (const auto& q : c.requests)
+    os << " {slot " << q.state_slot << ", start " << q.start << ", tokens " << q.tokens << "}";
   os << "\nprojected:";
   for (float x : c.projected) os << ' ' << x;
   os << "\nring:";
@@ -152,28 +161,38 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
     c.shape.ratio = grid ? *gen::element<std::int64_t>(1, 2, 4) : *gen::inRange<std::int64_t>(1, 4);
     // small dimensions for the model's sake; multiples of 4 for the CUDA 16-byte path
     // (132: a lane's second group of channels)
-    c.shape.dim = *gen::weightedElement<std::size_t>({{4, 1}, {4, 2}, {2, 3}, {3, 4}, {2, 8}, {1, 12}, {1, 132}});
+    c.shape.dim = *gen::weightedElement<std::size_t>(
+        {{4, 1}, {4, 2}, {2, 3}, {3, 4}, {2, 8}, {1, 12}, {1, 132}});
     c.shape.state_slots = *gen::inRange<std::size_t>(1, 4);
     const std::int64_t qmax = *gen::inRange<std::int64_t>(1, 7);
     const std::int64_t needed = c.decode ? c.shape.ratio + qmax - 1 : c.shape.ratio;
-    c.shape.ring = std::size_t(std::max<std::int64_t>(1, needed + *gen::weightedElement<std::int64_t>({{1, -1}, {8, 0}, {4, 1}, {2, 3}})));
+    c.shape.ring = std::size_t(std::max<std::int64_t>(
+        1, needed + *gen::weightedElement<std::int64_t>({{1, -1}, {8, 0}, {4, 1}, {2, 3}})));
     std::vector<std::int32_t> slots(c.shape.state_slots);
     for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = std::int32_t(i);
     std::mt19937 shuffle_rng(*gen::arbitrary<std::uint32_t>());
     std::shuffle(slots.begin(), slots.end(), shuffle_rng);
     // Mostly every slot busy and steps of 1..qmax tokens: most calls complete rows.
     const std::size_t n = *gen::weightedOneOf<std::size_t>(
-        {{1, gen::just<std::size_t>(0)}, {9, gen::inRange<std::size_t>(1, c.shape.state_slots + 1)}});
+        {{1, gen::just<std::size_t>(0)},
+         {9, gen::inRange<std::size_t>(1, c.shape.state_slots + 1)}});
     std::size_t tokens = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const auto count = *gen::weightedOneOf<std::int64_t>(
           {{1, gen::just<std::int64_t>(0)}, {9, gen::inRange<std::int64_t>(1, qmax + 1)}});
       CompressRequest q{slots[i], *gen::inRange<std::int64_t>(0, 14), std::int32_t(count)};
       switch (*gen::inRange(0, 40)) {  // now and then a malformed request
-        case 0: q.state_slot = std::int32_t(c.shape.state_slots); break;
-        case 1: q.state_slot = slots[0]; break;
-        case 2: q.start = -1; break;
-        default: break;
+        case 0:
+          q.state_slot = std::int32_t(c.shape.state_slots);
+          break;
+        case 1:
+          q.state_slot = slots[0];
+          break;
+        case 2:
+          q.start = -1;
+          break;
+        default:
+          break;
       }
       c.requests.push_back(q);
       tokens += std::size_t(std::max(q.tokens, 0));
@@ -186,27 +205,31 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
     c.projected.assign(all.projected.begin(), split);
     c.ring.assign(split, all.projected.end());
     if (*gen::inRange(0, 30) == 0 && !c.projected.empty())
-      c.projected[*gen::inRange<std::size_t>(0, c.projected.size())] = *gen::element(NAN, INFINITY, -INFINITY);
+      c.projected[*gen::inRange<std::size_t>(0, c.projected.size())] =
+          *gen::element(NAN, INFINITY, -INFINITY);
     // Old entries a step reads (positions r floor(s/r) .. s-1 of a request that
     // completes a row) are few among the ring's: a random entry seldom hits one.
     std::vector<std::size_t> read_entries;
     const std::int64_t r = c.shape.ratio, S = std::int64_t(c.shape.ring);
     for (const auto& q : c.requests)
-      if (q.state_slot >= 0 && std::size_t(q.state_slot) < c.shape.state_slots && q.start >= 0 && q.tokens > 0 &&
-          (q.start + q.tokens) / r > q.start / r)
+      if (q.state_slot >= 0 && std::size_t(q.state_slot) < c.shape.state_slots && q.start >= 0 &&
+          q.tokens > 0 && (q.start + q.tokens) / r > q.start / r)
         for (std::int64_t p = q.start / r * r; p < q.start; ++p)
           read_entries.push_back(std::size_t(q.state_slot * S + p % S));
     if (*gen::inRange(0, 10) == 0) {
       const std::size_t width = 2 * c.shape.dim;
-      const std::size_t at = read_entries.empty() || *gen::arbitrary<bool>()
-                                 ? *gen::inRange<std::size_t>(0, c.ring.size())
-                                 : *gen::elementOf(read_entries) * width + *gen::inRange<std::size_t>(0, width);
+      const std::size_t at =
+          read_entries.empty() || *gen::arbitrary<bool>()
+              ? *gen::inRange<std::size_t>(0, c.ring.size())
+              : *gen::elementOf(read_entries) * width + *gen::inRange<std::size_t>(0, width);
       c.ring[at] = *gen::element(NAN, INFINITY);
     }
     for (const auto& q : c.requests)
       if (q.start >= 0 && q.tokens >= 0)
-        c.rows += c.decode ? std::size_t(q.tokens)
-                           : std::size_t(std::max<std::int64_t>(1, (q.start + q.tokens) / c.shape.ratio - q.start / c.shape.ratio));
+        c.rows += c.decode
+                      ? std::size_t(q.tokens)
+                      : std::size_t(std::max<std::int64_t>(
+                            1, (q.start + q.tokens) / c.shape.ratio - q.start / c.shape.ratio));
     if (*gen::inRange(0, 30) == 0) c.rows += 1;
     return c;
   });

@@ -44,8 +44,9 @@ struct ImplRun {
 
 // The sequence's positions [0, n) as prefill chunks of the given lengths, state
 // slot 0 of a one-slot ring of `shape.ring` entries (zeros at first).
-Result<ImplRun, CompressError> run_chunks(const CompressBackend& backend, const CompressShape& shape,
-                                          const Sequence& seq, std::span<const std::size_t> chunks);
+Result<ImplRun, CompressError> run_chunks(const CompressBackend& backend,
+                                          const CompressShape& shape, const Sequence& seq,
+                                          std::span<const std::size_t> chunks);
 
 // A verify step: `draft` positions from `start` (the first `accepted` of them the
 // sequence's own, the rest whatever the draft holds), then the accepted prefix.
@@ -55,16 +56,16 @@ struct VerifyStep {
 };
 // Prefill of the first `prefix` positions, then the verify steps through decode;
 // rows of accepted positions only.
-Result<ImplRun, CompressError> run_verify(const CompressBackend& backend, const CompressShape& shape,
-                                          const Sequence& seq, std::size_t prefix,
-                                          std::span<const VerifyStep> steps);
+Result<ImplRun, CompressError> run_verify(const CompressBackend& backend,
+                                          const CompressShape& shape, const Sequence& seq,
+                                          std::size_t prefix, std::span<const VerifyStep> steps);
 
 // The model's positions of a sequence (scores as the gate).
 std::vector<model::Position> model_positions(const Sequence& seq);
 
 // The ring entries holding positions [first, last) of slot 0, as the impl left them.
-std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape, std::int64_t first,
-                                  std::int64_t last);
+std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape,
+                                  std::int64_t first, std::int64_t last);
 
 // A random batch call (prefill or decode) on a random ring: a few requests (now and
 // then a duplicate or out-of-range slot, a negative start), NaN now and then in

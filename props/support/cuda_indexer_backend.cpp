@@ -15,20 +15,22 @@ Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::
                                             std::span<std::int32_t> out) {
   DeviceBuffer<float> d_scores(scores);
   DeviceBuffer<std::int32_t> d_ends(ends), d_out{std::span<const std::int32_t>(out)};
-  const auto status = cuda::valid_prefix_topk(d_scores.span(), width, d_ends.span(), k, d_out.span());
+  const auto status =
+      cuda::valid_prefix_topk(d_scores.span(), width, d_ends.span(), k, d_out.span());
   d_out.download(out);
   return status;
 }
 
 Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores, std::size_t width,
-                                                   std::span<const std::int32_t> ends, std::size_t k,
-                                                   std::span<std::int32_t> out, long long* fallback_rows) {
+                                                   std::span<const std::int32_t> ends,
+                                                   std::size_t k, std::span<std::int32_t> out,
+                                                   long long* fallback_rows) {
   DeviceBuffer<float> d_scores(scores);
   DeviceBuffer<std::int32_t> d_ends(ends), d_out{std::span<const std::int32_t>(out)};
   const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
   DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
-  auto status = cuda::enqueue_valid_prefix_topk(d_scores.span(), width, d_ends.span(), k, d_out.span(),
-                                                d_verdict.span().data());
+  auto status = cuda::enqueue_valid_prefix_topk(d_scores.span(), width, d_ends.span(), k,
+                                                d_out.span(), d_verdict.span().data());
   cuda::DeviceVerdict verdict;
   d_verdict.download({&verdict, 1});
   if (status.ok()) status = cuda::valid_prefix_topk_verdict(verdict, width);
@@ -43,9 +45,9 @@ Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,
   DeviceBuffer<std::uint16_t> d_queries(queries);
   DeviceBuffer<float> d_weights(weights), d_out{std::span<const float>(out)};
   DeviceBuffer<std::byte> d_keys(keys.bytes);
-  const auto status = cuda::index_scores(d_queries.span(), d_weights.span(), query_count,
-                                         IndexKeys{keys.format, d_keys.span(), keys.dim},
-                                         d_out.span());
+  const auto status =
+      cuda::index_scores(d_queries.span(), d_weights.span(), query_count,
+                         IndexKeys{keys.format, d_keys.span(), keys.dim}, d_out.span());
   d_out.download(out);
   return status;
 }
@@ -56,9 +58,9 @@ using SlotsFn = decltype(PagingBackend::slots);
 // A conversion over device copies of host buffers: in place stays in place.
 template <class Convert>
 SlotsFn staged(Convert convert) {
-  return [convert](std::span<const std::int32_t> rows, std::size_t k, std::span<const std::int32_t> counts,
-                   std::span<const std::int32_t> tables, std::size_t per, std::int64_t b, std::int64_t r,
-                   std::span<std::int32_t> out) {
+  return [convert](std::span<const std::int32_t> rows, std::size_t k,
+                   std::span<const std::int32_t> counts, std::span<const std::int32_t> tables,
+                   std::size_t per, std::int64_t b, std::int64_t r, std::span<std::int32_t> out) {
     const bool in_place = rows.data() == out.data() && rows.size() == out.size();
     DeviceBuffer<std::int32_t> d_rows(rows), d_counts(counts), d_tables(tables),
         d_out{std::span<const std::int32_t>(out)};
@@ -81,9 +83,9 @@ std::vector<std::int32_t> shifted(std::span<const std::int32_t> host) {
 // The same over copies 4 bytes off alignment; `convert` also gets a device verdict.
 template <class Convert>
 SlotsFn shifted_staged(Convert convert) {
-  return [convert](std::span<const std::int32_t> rows, std::size_t k, std::span<const std::int32_t> counts,
-                   std::span<const std::int32_t> tables, std::size_t per, std::int64_t b, std::int64_t r,
-                   std::span<std::int32_t> out) {
+  return [convert](std::span<const std::int32_t> rows, std::size_t k,
+                   std::span<const std::int32_t> counts, std::span<const std::int32_t> tables,
+                   std::size_t per, std::int64_t b, std::int64_t r, std::span<std::int32_t> out) {
     const bool in_place = rows.data() == out.data() && rows.size() == out.size();
     const auto rows_host = shifted(rows), out_host = shifted(out);
     DeviceBuffer<std::int32_t> d_rows{std::span<const std::int32_t>(rows_host)}, d_counts(counts),
@@ -91,8 +93,9 @@ SlotsFn shifted_staged(Convert convert) {
     const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
     DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
     auto& target = in_place ? d_rows : d_out;
-    const Status<PagingError> status = convert(d_rows.span().subspan(1), k, d_counts.span(), d_tables.span(), per,
-                                               b, r, target.span().subspan(1), d_verdict.span().data());
+    const Status<PagingError> status =
+        convert(d_rows.span().subspan(1), k, d_counts.span(), d_tables.span(), per, b, r,
+                target.span().subspan(1), d_verdict.span().data());
     std::vector<std::int32_t> back(out.size() + 1);
     target.download(back);
     std::copy(back.begin() + 1, back.end(), out.begin());
@@ -108,15 +111,17 @@ PagingBackend cuda_paging_backend() {
 
 PagingBackend cuda_queued_paging_backend() {
   return {"cuda_queued",
-          shifted_staged([](auto rows, auto k, auto counts, auto tables, auto per, auto b, auto r, auto out,
-                            cuda::DeviceVerdict* d_verdict) {
-            auto status = cuda::enqueue_paged_slots(rows, k, counts, tables, per, b, r, out, d_verdict);
+          shifted_staged([](auto rows, auto k, auto counts, auto tables, auto per, auto b, auto r,
+                            auto out, cuda::DeviceVerdict* d_verdict) {
+            auto status =
+                cuda::enqueue_paged_slots(rows, k, counts, tables, per, b, r, out, d_verdict);
             cuda::DeviceVerdict verdict;
-            cuda_check(cudaMemcpy(&verdict, d_verdict, sizeof verdict, cudaMemcpyDeviceToHost), "download");
+            cuda_check(cudaMemcpy(&verdict, d_verdict, sizeof verdict, cudaMemcpyDeviceToHost),
+                       "download");
             return status.ok() ? cuda::paged_slots_verdict(verdict) : status;
           }),
-          shifted_staged([](auto rows, auto k, auto counts, auto tables, auto per, auto b, auto r, auto out,
-                            cuda::DeviceVerdict*) {
+          shifted_staged([](auto rows, auto k, auto counts, auto tables, auto per, auto b, auto r,
+                            auto out, cuda::DeviceVerdict*) {
             return cuda::enqueue_paged_slots_masked(rows, k, counts, tables, per, b, r, out);
           })};
 }

@@ -22,7 +22,9 @@ class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::span<const T> host) : size_(host.size()) {
     cuda_check(cudaMalloc(&ptr_, std::max<std::size_t>(size_, 1) * sizeof(T)), "cudaMalloc");
-    if (size_) cuda_check(cudaMemcpy(ptr_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    if (size_)
+      cuda_check(cudaMemcpy(ptr_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
+                 "upload");
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -31,7 +33,9 @@ class DeviceBuffer {
   std::span<T> span() { return {ptr_, size_}; }
   void download(std::span<T> host) const {
     cuda_check(cudaDeviceSynchronize(), "synchronize");
-    if (size_) cuda_check(cudaMemcpy(host.data(), ptr_, size_ * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    if (size_)
+      cuda_check(cudaMemcpy(host.data(), ptr_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
+                 "download");
   }
 
  private:

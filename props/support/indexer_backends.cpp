@@ -32,9 +32,9 @@ IndexerBackend model_indexer_backend() {
         return write_into(m::restore_candidate_indices(compact, retained, bs), out, indexer_size);
       },
       [](auto rows, auto offset, auto out) {
-        return write_into(Result<std::vector<std::int32_t>, IndexerError>(
-                              m::add_prefill_offset(rows, offset)),
-                          out, indexer_size);
+        return write_into(
+            Result<std::vector<std::int32_t>, IndexerError>(m::add_prefill_offset(rows, offset)),
+            out, indexer_size);
       }};
 }
 
@@ -55,11 +55,13 @@ namespace {
 // A model conversion behind the impl signature: its result written into out.
 template <class Convert>
 auto model_into(Convert convert) {
-  return [convert](auto rows, auto k, auto counts, auto tables, auto per, auto b, auto r, auto out) {
-    return write_into(convert(rows, k, counts, tables, per, b, r), out, [](std::size_t expected, std::size_t actual) {
-      return PagingError{paging_error::ShapeMismatch{expected, actual}};
-    });
-  };
+  return
+      [convert](auto rows, auto k, auto counts, auto tables, auto per, auto b, auto r, auto out) {
+        return write_into(convert(rows, k, counts, tables, per, b, r), out,
+                          [](std::size_t expected, std::size_t actual) {
+                            return PagingError{paging_error::ShapeMismatch{expected, actual}};
+                          });
+      };
 }
 }  // namespace
 

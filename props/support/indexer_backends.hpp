@@ -21,10 +21,9 @@ struct IndexerBackend {
                                      std::span<const std::int32_t> ends, std::size_t k,
                                      std::span<std::int32_t> out)>
       topk;
-  std::function<Status<IndexerError>(std::span<const float> row, std::size_t end,
-                                     std::span<const std::int32_t> retained_blocks,
-                                     std::size_t block_size, std::size_t k,
-                                     std::span<std::int32_t> out)>
+  std::function<Status<IndexerError>(
+      std::span<const float> row, std::size_t end, std::span<const std::int32_t> retained_blocks,
+      std::size_t block_size, std::size_t k, std::span<std::int32_t> out)>
       candidate_topk;
   std::function<Status<IndexerError>(std::span<const float> row, std::size_t end,
                                      std::size_t block_size, std::span<float> out)>
@@ -40,11 +39,10 @@ struct IndexerBackend {
 
 struct PagingBackend {
   std::string name;
-  std::function<Status<PagingError>(std::span<const std::int32_t> rows, std::size_t k,
-                                    std::span<const std::int32_t> valid_counts,
-                                    std::span<const std::int32_t> block_tables,
-                                    std::size_t blocks_per_request, std::int64_t block_tokens,
-                                    std::int64_t ratio, std::span<std::int32_t> out)>
+  std::function<Status<PagingError>(
+      std::span<const std::int32_t> rows, std::size_t k, std::span<const std::int32_t> valid_counts,
+      std::span<const std::int32_t> block_tables, std::size_t blocks_per_request,
+      std::int64_t block_tokens, std::int64_t ratio, std::span<std::int32_t> out)>
       slots;
   decltype(slots) masked;  // the masked conversion (model::paged_slots_masked), the same signature
 };
@@ -61,8 +59,9 @@ Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::
 // The queued form (enqueue_valid_prefix_topk, its verdict read back and described);
 // *fallback_rows: the verdict's count of read-once rows the slower method took.
 Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores, std::size_t width,
-                                                   std::span<const std::int32_t> ends, std::size_t k,
-                                                   std::span<std::int32_t> out, long long* fallback_rows = nullptr);
+                                                   std::span<const std::int32_t> ends,
+                                                   std::size_t k, std::span<std::int32_t> out,
+                                                   long long* fallback_rows = nullptr);
 
 // The CUDA scorer behind host buffers: queries [T, H, D] as bf16 bits.
 Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <bit>
-#include <tuple>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "props/support/compare.hpp"
 
@@ -37,11 +37,10 @@ void showValue(const PagingCall& c, std::ostream& os) {
 
 void showValue(const ScoreCall& c, std::ostream& os) {
   static const char* names[] = {"F32", "BF16", "E4M3"};
-  os << "ScoreCall{format=" << names[int(c.format)] << ", H=" << c.weights.size()
-     << ", D=" << c.dim << ", L=" << c.rows()
-     << ", weights=" << show_span(std::span<const float>(c.weights))
-     << ", queries=" << show_span(std::span<const float>(c.queries), 64) << ", key bytes="
-     << c.key_bytes.size() << "}";
+  os << "ScoreCall{format=" << names[int(c.format)] << ", H=" << c.weights.size() << ", D=" << c.dim
+     << ", L=" << c.rows() << ", weights=" << show_span(std::span<const float>(c.weights))
+     << ", queries=" << show_span(std::span<const float>(c.queries), 64)
+     << ", key bytes=" << c.key_bytes.size() << "}";
 }
 
 namespace {
@@ -51,13 +50,23 @@ struct Shape {
 
 rc::Gen<Shape> gen_score_shape() {
   return gen::weightedOneOf<Shape>({
-      {20, gen::apply([](std::size_t h, std::size_t d, std::size_t l) { return Shape{h, d, l}; },
-                      gen::inRange<std::size_t>(0, 6), gen::inRange<std::size_t>(0, 10),
-                      gen::inRange<std::size_t>(0, 24))},
-      {4, gen::apply([](std::size_t h, std::size_t d, std::size_t l) { return Shape{h, d, l}; },
-                     gen::element<std::size_t>(4, 8, 9), gen::element<std::size_t>(15, 16, 17, 31, 32, 33),
-                     gen::inRange<std::size_t>(0, 40))},
-      {1, gen::apply([](std::size_t l) { return Shape{64, 128, l}; }, gen::inRange<std::size_t>(0, 3))},
+      {20, gen::apply(
+               [](std::size_t h, std::size_t d, std::size_t l) {
+                 return Shape{h, d, l};
+               },
+               gen::inRange<std::size_t>(0, 6), gen::inRange<std::size_t>(0, 10),
+               gen::inRange<std::size_t>(0, 24))},
+      {4, gen::apply(
+              [](std::size_t h, std::size_t d, std::size_t l) {
+                return Shape{h, d, l};
+              },
+              gen::element<std::size_t>(4, 8, 9), gen::element<std::size_t>(15, 16, 17, 31, 32, 33),
+              gen::inRange<std::size_t>(0, 40))},
+      {1, gen::apply(
+              [](std::size_t l) {
+                return Shape{64, 128, l};
+              },
+              gen::inRange<std::size_t>(0, 3))},
   });
 }
 
@@ -85,8 +94,8 @@ std::uint8_t e4m3_of_int(int v) {
   std::uint8_t byte = 0;
   if (a != 0) {
     int e = 0;
-    while ((2 << e) <= a) ++e;                         // 2^e <= a < 2^(e+1)
-    const int m = (a - (1 << e)) * 8 / (1 << e);        // exact for a <= 15
+    while ((2 << e) <= a) ++e;                    // 2^e <= a < 2^(e+1)
+    const int m = (a - (1 << e)) * 8 / (1 << e);  // exact for a <= 15
     byte = std::uint8_t(((e + 7) << 3) | m);
   }
   return v < 0 ? std::uint8_t(byte | 0x80) : byte;
@@ -124,7 +133,8 @@ rc::Gen<ScoreCall> gen_float_score_call() {
     const auto real = gen::map(gen::tuple(gen::inRange(-20, 21), gen::arbitrary<std::uint32_t>()),
                                [](std::tuple<int, std::uint32_t> t) {
                                  const auto [e, bits] = t;
-                                 const float mantissa = std::bit_cast<float>((bits & 0x807fffffu) | 0x3f800000u);
+                                 const float mantissa =
+                                     std::bit_cast<float>((bits & 0x807fffffu) | 0x3f800000u);
                                  return std::ldexp(mantissa, e);  // ±[1, 2) 2^e
                                });
     c.queries = *gen::container<std::vector<float>>(s.heads * s.dim, real);
@@ -132,10 +142,13 @@ rc::Gen<ScoreCall> gen_float_score_call() {
     for (std::size_t j = 0; j < s.rows; ++j) {
       auto values = *gen::container<std::vector<float>>(s.dim, real);
       if (c.format == KeyFormat::BF16)  // keep what bf16 stores
-        for (float& v : values) v = std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) & 0xffff0000u);
+        for (float& v : values)
+          v = std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) & 0xffff0000u);
       auto bytes = *gen::container<std::vector<std::uint8_t>>(
-          s.dim, gen::suchThat(gen::arbitrary<std::uint8_t>(), [](std::uint8_t b) { return (b & 0x7f) != 0x7f; }));
-      store_row(c, values, bytes.data(), std::ldexp(1.0f + float(*gen::inRange(0, 8)) / 8, *gen::inRange(-10, 11)));
+          s.dim, gen::suchThat(gen::arbitrary<std::uint8_t>(),
+                               [](std::uint8_t b) { return (b & 0x7f) != 0x7f; }));
+      store_row(c, values, bytes.data(),
+                std::ldexp(1.0f + float(*gen::inRange(0, 8)) / 8, *gen::inRange(-10, 11)));
     }
     return c;
   });
@@ -158,11 +171,21 @@ std::vector<float> seeded_scores(std::size_t n, int pattern, std::uint32_t seed)
   std::vector<float> v(n);
   for (std::size_t i = 0; i < n; ++i) {
     switch (pattern) {
-      case 0: v[i] = float(int(rng() % 7) - 3); break;                   // ties
-      case 1: v[i] = 1.5f; break;                                        // all equal
-      case 2: v[i] = rng() % 8 ? (rng() % 5 ? 0.0f : -0.0f) : float(rng() % 100) / 8; break;
-      case 3: v[i] = float(i); break;                                    // ascending
-      case 4: v[i] = float(n - i); break;                                // descending
+      case 0:
+        v[i] = float(int(rng() % 7) - 3);
+        break;  // ties
+      case 1:
+        v[i] = 1.5f;
+        break;  // all equal
+      case 2:
+        v[i] = rng() % 8 ? (rng() % 5 ? 0.0f : -0.0f) : float(rng() % 100) / 8;
+        break;
+      case 3:
+        v[i] = float(i);
+        break;  // ascending
+      case 4:
+        v[i] = float(n - i);
+        break;  // descending
       default: {
         const float f = std::bit_cast<float>(std::uint32_t(rng()));
         v[i] = std::isfinite(f) ? f : 1.0f;
@@ -175,8 +198,9 @@ std::vector<float> seeded_scores(std::size_t n, int pattern, std::uint32_t seed)
 
 rc::Gen<std::vector<float>> gen_scores(std::size_t n) {
   if (n > 600)
-    return gen::apply([n](int pattern, std::uint32_t seed) { return seeded_scores(n, pattern, seed); },
-                      gen::inRange(0, 6), gen::arbitrary<std::uint32_t>());
+    return gen::apply(
+        [n](int pattern, std::uint32_t seed) { return seeded_scores(n, pattern, seed); },
+        gen::inRange(0, 6), gen::arbitrary<std::uint32_t>());
   const auto vec = [n](rc::Gen<float> g) { return gen::container<std::vector<float>>(n, g); };
   const auto small_int = gen::map(gen::inRange(-3, 4), [](int x) { return float(x); });
   return gen::weightedOneOf<std::vector<float>>({
@@ -185,8 +209,10 @@ rc::Gen<std::vector<float>> gen_scores(std::size_t n) {
       // all equal
       {1, gen::map(small_int, [n](float v) { return std::vector<float>(n, v); })},
       // a plateau of exact zeros (ReLU) with a few positive and signed-zero entries
-      {2, vec(gen::weightedOneOf<float>({{6, gen::just(0.0f)}, {1, gen::just(-0.0f)},
-                                          {2, gen::map(gen::inRange(1, 100), [](int x) { return float(x) / 8; })}}))},
+      {2, vec(gen::weightedOneOf<float>(
+              {{6, gen::just(0.0f)},
+               {1, gen::just(-0.0f)},
+               {2, gen::map(gen::inRange(1, 100), [](int x) { return float(x) / 8; })}}))},
       // ascending and descending
       {1, gen::just([n] {
          std::vector<float> v(n);
@@ -246,9 +272,11 @@ rc::Gen<TopkCall> gen_any_topk_call() {
       {10, gen_well_formed_topk_call()},
       {1, gen::exec([] {
          auto c = *gen_well_formed_topk_call();
-         if (c.ends.empty()) c.scores.push_back(1.0f);  // shape mismatch
-         else c.ends[*gen::inRange<std::size_t>(0, c.ends.size())] =
-                  *gen::element<I>(-1, I(c.width + 1), std::numeric_limits<I>::min());
+         if (c.ends.empty())
+           c.scores.push_back(1.0f);  // shape mismatch
+         else
+           c.ends[*gen::inRange<std::size_t>(0, c.ends.size())] =
+               *gen::element<I>(-1, I(c.width + 1), std::numeric_limits<I>::min());
          return c;
        })},
       {1, gen::exec([] {
@@ -264,8 +292,10 @@ rc::Gen<TopkCall> gen_any_topk_call() {
        })},
       {1, gen::exec([] {
          auto c = *gen_well_formed_topk_call();
-         if (!c.scores.empty()) c.scores.pop_back();
-         else c.width += 1, c.ends.push_back(0);
+         if (!c.scores.empty())
+           c.scores.pop_back();
+         else
+           c.width += 1, c.ends.push_back(0);
          return c;
        })},
   });
@@ -289,7 +319,8 @@ rc::Gen<CandidateCall> gen_candidate_call() {
     all.resize(std::uniform_int_distribution<std::size_t>(0, all.size())(rng));
     c.retained_blocks = all;
     if (*gen::inRange(0, 12) == 0)  // a bad block: past the row, negative or repeated
-      c.retained_blocks.push_back(*gen::element<I>(I(blocks), -1, c.retained_blocks.empty() ? 0 : c.retained_blocks[0]));
+      c.retained_blocks.push_back(
+          *gen::element<I>(I(blocks), -1, c.retained_blocks.empty() ? 0 : c.retained_blocks[0]));
     if (*gen::inRange(0, 12) == 0 && c.end > 0)  // NaN inside a candidate
       c.row[*gen::inRange<std::size_t>(0, c.end)] = std::numeric_limits<float>::quiet_NaN();
     c.k = *gen::inRange<std::size_t>(0, 40);
@@ -311,18 +342,21 @@ PagingCall wide_paging_call() {
   c.k = *gen::element<std::size_t>(64, 1000, 2048, 2051);
   c.blocks_per_request = *gen::element<std::size_t>(1, 37, 1024);
   std::mt19937 rng{std::uint32_t(*gen::inRange<int>(0, 1 << 30))};
-  std::uniform_int_distribution<I> row(0, I(std::int64_t(c.blocks_per_request) * bc - 1)), block(0, 1 << 20);
+  std::uniform_int_distribution<I> row(0, I(std::int64_t(c.blocks_per_request) * bc - 1)),
+      block(0, 1 << 20);
   c.rows.resize(requests * c.k);
   for (auto& r : c.rows) r = row(rng);
   c.block_tables.resize(requests * c.blocks_per_request);
   for (auto& b : c.block_tables) b = block(rng);
   for (std::size_t n = 0; n < requests; ++n)
-    c.valid_counts.push_back(*gen::weightedOneOf<I>({{3, gen::just(I(c.k))}, {1, gen::inRange<I>(-1, I(c.k) + 2)}}));
-  const auto padding = *gen::container<std::vector<std::size_t>>(gen::inRange<std::size_t>(0, c.rows.size()));
+    c.valid_counts.push_back(
+        *gen::weightedOneOf<I>({{3, gen::just(I(c.k))}, {1, gen::inRange<I>(-1, I(c.k) + 2)}}));
+  const auto padding =
+      *gen::container<std::vector<std::size_t>>(gen::inRange<std::size_t>(0, c.rows.size()));
   for (std::size_t lane : padding) c.rows[lane] = -1;
   if (*gen::inRange(0, 4) == 0)  // a row outside the table, below -1 or past it
-    c.rows[*gen::inRange<std::size_t>(0, c.rows.size())] =
-        *gen::element<I>(-2, I(std::int64_t(c.blocks_per_request) * bc), std::numeric_limits<I>::max());
+    c.rows[*gen::inRange<std::size_t>(0, c.rows.size())] = *gen::element<I>(
+        -2, I(std::int64_t(c.blocks_per_request) * bc), std::numeric_limits<I>::max());
   if (*gen::inRange(0, 4) == 0)  // a negative block id, or one whose slots overflow
     c.block_tables[*gen::inRange<std::size_t>(0, c.block_tables.size())] =
         *gen::element<I>(-1, std::numeric_limits<I>::max());
@@ -339,21 +373,27 @@ rc::Gen<PagingCall> gen_paging_call() {
     c.block_tokens = *gen::weightedOneOf<std::int64_t>(
         {{8, gen::map(gen::element<std::int64_t>(1, 2, 4, 16, 64),
                       [r = std::max<std::int64_t>(c.ratio, 1)](std::int64_t m) { return m * r; })},
-         {1, gen::element<std::int64_t>(0, 1, 7, 256, std::int64_t(1) << 40)}});  // 2^40: block x Bc past 64 bits
-    const std::int64_t bc = c.ratio > 0 && c.block_tokens > 0 ? std::max<std::int64_t>(c.block_tokens / c.ratio, 1) : 1;
+         {1, gen::element<std::int64_t>(0, 1, 7, 256,
+                                        std::int64_t(1) << 40)}});  // 2^40: block x Bc past 64 bits
+    const std::int64_t bc =
+        c.ratio > 0 && c.block_tokens > 0 ? std::max<std::int64_t>(c.block_tokens / c.ratio, 1) : 1;
     const auto requests = *gen::inRange<std::size_t>(0, 4);
     c.k = *gen::inRange<std::size_t>(0, 12);
     c.blocks_per_request = *gen::inRange<std::size_t>(0, 6);
     for (std::size_t n = 0; n < requests; ++n) {
       for (std::size_t b = 0; b < c.blocks_per_request; ++b)
-        c.block_tables.push_back(*gen::weightedOneOf<I>(
-            {{12, gen::inRange<I>(0, 1000)}, {1, gen::element<I>(-1, std::numeric_limits<I>::max())}}));
+        c.block_tables.push_back(
+            *gen::weightedOneOf<I>({{12, gen::inRange<I>(0, 1000)},
+                                    {1, gen::element<I>(-1, std::numeric_limits<I>::max())}}));
       const std::int64_t rows_in_table = std::int64_t(c.blocks_per_request) * bc;
       for (std::size_t i = 0; i < c.k; ++i)
         c.rows.push_back(*gen::weightedOneOf<I>(
-            {{10, rows_in_table > 0 ? gen::inRange<I>(0, I(std::min<std::int64_t>(rows_in_table, 1 << 30))) : gen::just<I>(-1)},
+            {{10, rows_in_table > 0
+                      ? gen::inRange<I>(0, I(std::min<std::int64_t>(rows_in_table, 1 << 30)))
+                      : gen::just<I>(-1)},
              {3, gen::just<I>(-1)},
-             {1, gen::element<I>(-2, I(std::min<std::int64_t>(rows_in_table, 1 << 30)), std::numeric_limits<I>::max())}}));
+             {1, gen::element<I>(-2, I(std::min<std::int64_t>(rows_in_table, 1 << 30)),
+                                 std::numeric_limits<I>::max())}}));
       c.valid_counts.push_back(*gen::weightedOneOf<I>(
           {{6, gen::inRange<I>(0, I(c.k) + 1)}, {1, gen::element<I>(-1, I(c.k) + 5)}}));
     }

@@ -35,4 +35,3 @@ std::string replay_line(const std::string& test_id, const rc::detail::Reproduce&
 }
 
 }  // namespace aether::props
-

@@ -37,8 +37,7 @@ void check_property(Testable&& testable, const char* level, Needs needs) {
     std::ostringstream ss;
     rc::detail::printResultMessage(result, ss);
     FAIL() << "[" << level << "] " << ss.str() << "\n"
-           << replay_line(metadata.id,
-                          result.template get<rc::detail::FailureResult>().reproduce);
+           << replay_line(metadata.id, result.template get<rc::detail::FailureResult>().reproduce);
   } else if (!result.template is<rc::detail::SuccessResult>()) {
     std::ostringstream ss;
     rc::detail::printResultMessage(result, ss);
@@ -48,11 +47,11 @@ void check_property(Testable&& testable, const char* level, Needs needs) {
 
 }  // namespace aether::props
 
-#define AETHER_PROP_IMPL(Suite, Name, Level, Needs, ArgList)                        \
-  static void aether_prop_##Suite##_##Name ArgList;                                 \
-  TEST(Suite, Name) {                                                               \
-    ::aether::props::check_property(&aether_prop_##Suite##_##Name, Level, Needs);   \
-  }                                                                                 \
+#define AETHER_PROP_IMPL(Suite, Name, Level, Needs, ArgList)                      \
+  static void aether_prop_##Suite##_##Name ArgList;                               \
+  TEST(Suite, Name) {                                                             \
+    ::aether::props::check_property(&aether_prop_##Suite##_##Name, Level, Needs); \
+  }                                                                               \
   static void aether_prop_##Suite##_##Name ArgList
 
 // A property of the model, or of the CPU backend against the model.

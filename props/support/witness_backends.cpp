@@ -29,8 +29,7 @@ WitnessBackend model_witness_backend() {
 }
 
 WitnessBackend cpu_witness_backend() {
-  return {"cpu",
-          [](auto... a) { return cpu::topology_witness_indices(a...); },
+  return {"cpu", [](auto... a) { return cpu::topology_witness_indices(a...); },
           [](auto... a) { return cpu::apply_topology_witnesses(a...); },
           [](auto... a) { return cpu::scatter_topology_witnesses(a...); }};
 }

@@ -16,9 +16,11 @@ std::ostream& operator<<(std::ostream& os, const WitnessCall& c) {
      << ", keep=" << c.learned_keep << ", S=" << c.num_segments
      << ", max_replacements=" << c.max_replacements << ", learned=";
   for (std::size_t r = 0; r * c.topk < c.learned.size() && c.topk; ++r)
-    os << "\n    " << show_span(std::span<const I>(c.learned).subspan(
-                         r * c.topk, std::min(c.topk, c.learned.size() - r * c.topk)));
-  if (c.topk == 0 || c.learned.size() % c.topk) os << " (flat " << show_span(std::span<const I>(c.learned)) << ")";
+    os << "\n    "
+       << show_span(std::span<const I>(c.learned).subspan(
+              r * c.topk, std::min(c.topk, c.learned.size() - r * c.topk)));
+  if (c.topk == 0 || c.learned.size() % c.topk)
+    os << " (flat " << show_span(std::span<const I>(c.learned)) << ")";
   return os << "}";
 }
 
@@ -58,8 +60,8 @@ namespace {
 rc::Gen<I> gen_entry(I len, std::size_t num_segments) {
   constexpr I kMax = std::numeric_limits<I>::max();
   if (len <= 0)
-    return gen::weightedOneOf<I>({{3, gen::just<I>(-1)}, {3, gen::inRange<I>(0, 100)},
-                                  {1, gen::element<I>(I(kMax), -2)}});
+    return gen::weightedOneOf<I>(
+        {{3, gen::just<I>(-1)}, {3, gen::inRange<I>(0, 100)}, {1, gen::element<I>(I(kMax), -2)}});
   const auto s_eff = std::int64_t(std::min<std::size_t>(num_segments, std::size_t(len)));
   const I past_end_hi = I(std::min<std::int64_t>(std::int64_t(len) + 70, kMax));
   const auto edge = gen::map(
@@ -102,8 +104,8 @@ rc::Gen<std::vector<I>> gen_learned_row(I len, std::size_t num_segments, std::si
   });
 }
 
-rc::Gen<std::vector<I>> gen_row_with_padded_tail(I len, std::size_t num_segments,
-                                                 std::size_t topk, std::size_t tail) {
+rc::Gen<std::vector<I>> gen_row_with_padded_tail(I len, std::size_t num_segments, std::size_t topk,
+                                                 std::size_t tail) {
   return gen::map(gen_learned_row(len, num_segments, topk), [=](std::vector<I> row) {
     std::fill(row.end() - std::ptrdiff_t(std::min(tail, topk)), row.end(), -1);
     return row;
@@ -115,9 +117,9 @@ rc::Gen<WitnessCall> gen_well_formed_call() {
     WitnessCall c;
     c.topk = *gen_topk();
     c.num_segments = *gen_valid_segments();
-    const auto rows = *gen::weightedOneOf<std::size_t>(
-        {{6, gen::inRange<std::size_t>(1, 5)}, {1, gen::just<std::size_t>(0)},
-         {1, gen::inRange<std::size_t>(5, 12)}});
+    const auto rows = *gen::weightedOneOf<std::size_t>({{6, gen::inRange<std::size_t>(1, 5)},
+                                                        {1, gen::just<std::size_t>(0)},
+                                                        {1, gen::inRange<std::size_t>(5, 12)}});
     for (std::size_t r = 0; r < rows; ++r) {
       const I len = *gen_context_len();
       c.context_lens.push_back(len);
@@ -128,11 +130,11 @@ rc::Gen<WitnessCall> gen_well_formed_call() {
         {{6, gen::inRange<std::size_t>(0, c.topk + 1)},
          {1, gen::just(c.topk)},
          {1, gen::just(c.topk - std::min(c.topk, c.num_segments))}});
-    c.max_replacements = *gen::weightedOneOf<std::size_t>(
-        {{5, gen::inRange<std::size_t>(0, 70)},
-         {1, gen::just(c.num_segments)},
-         {1, gen::just(c.topk - c.learned_keep)},
-         {1, gen::just(std::numeric_limits<std::size_t>::max())}});
+    c.max_replacements =
+        *gen::weightedOneOf<std::size_t>({{5, gen::inRange<std::size_t>(0, 70)},
+                                          {1, gen::just(c.num_segments)},
+                                          {1, gen::just(c.topk - c.learned_keep)},
+                                          {1, gen::just(std::numeric_limits<std::size_t>::max())}});
     return c;
   });
 }
@@ -144,9 +146,18 @@ rc::Gen<WitnessCall> gen_any_call() {
       {1, gen::exec([] {
          auto c = *gen_well_formed_call();
          switch (*gen::inRange(0, 3)) {
-           case 0: c.learned.push_back(-1); break;
-           case 1: if (!c.learned.empty()) c.learned.pop_back(); else c.learned.push_back(0); break;
-           default: c.context_lens.push_back(*gen_context_len()); break;
+           case 0:
+             c.learned.push_back(-1);
+             break;
+           case 1:
+             if (!c.learned.empty())
+               c.learned.pop_back();
+             else
+               c.learned.push_back(0);
+             break;
+           default:
+             c.context_lens.push_back(*gen_context_len());
+             break;
          }
          if (c.topk * c.rows() == c.learned.size()) c.learned.push_back(-1);
          return c;

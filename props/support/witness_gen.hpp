@@ -15,7 +15,7 @@ namespace aether::props {
 
 // One call of the witness API. well_formed() calls pass every refusal check.
 struct WitnessCall {
-  std::vector<std::int32_t> learned;       // row-major [rows, topk]
+  std::vector<std::int32_t> learned;  // row-major [rows, topk]
   std::size_t topk = 0;
   std::vector<std::int32_t> context_lens;  // one per row
   std::size_t learned_keep = 0;

@@ -2,8 +2,8 @@
 // kernel (here the CPU backend), through the shared comparison helper.
 #include <cstdio>
 
-#include "model/witness.hpp"
 #include "impl/cpu/witness.hpp"
+#include "model/witness.hpp"
 #include "props/support/compare.hpp"
 
 int main() {
