@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build pkg-config g++ librapidcheck-dev libgtest-dev libbenchmark-dev
-          libboost-dev libgmp-dev lcov clang libclang-rt-14-dev)
+          libboost-dev libgmp-dev lcov clang libclang-rt-14-dev clang-format python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,86 +1,104 @@
 #!/usr/bin/env bash
-# The main job (README): install what is missing, build, run every test and
+# The main job (README): install what is missing, build, run every unit and
 # property suite on every backend present (CUDA cases run when a GPU is visible),
-# replay the fuzz corpora, fuzz each target for a bounded time with libFuzzer
-# (AETHER_FUZZ_SECONDS, default 30), write build/report.md, print a per-component
-# summary, exit non-zero on any failure.
+# replay the fuzz corpora, fuzz each target for a bounded time with libFuzzer,
+# write build/report/report.md (per property: level, cases, time, result; per
+# fuzz target: executions, exec/s, corpus, new inputs; every failure with its
+# counterexample and replay line) and JUnit XML beside it (build/report/junit),
+# print a per-component summary, exit non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-fuzz_seconds=${AETHER_FUZZ_SECONDS:-30}
-components=(witness attention indexer paging compress)
-fuzz_targets=(witness indexer paging compress)
-report=build/report.md
-mkdir -p build
+
+usage() {
+  cat <<'EOF'
+usage: scripts/main.sh [--cases N] [--fuzz-seconds S] [--seed N] [--components LIST]
+  --cases N          property cases per property (default 10000)
+  --fuzz-seconds S   seconds of libFuzzer per target (default 30; 0 skips the runs)
+  --seed N           RapidCheck and libFuzzer seed (default: a fresh one, printed)
+  --components LIST  comma-separated subset of: witness,attention,indexer,paging,compress
+EOF
+}
+cases=10000 fuzz_seconds=${AETHER_FUZZ_SECONDS:-30} seed="" list="witness,attention,indexer,paging,compress"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cases) cases=$2; shift 2 ;;
+    --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --components) list=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "main: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+for n in "$cases" "$fuzz_seconds" ${seed:+"$seed"}; do
+  [[ $n =~ ^[0-9]+$ ]] || { echo "main: not a non-negative integer: $n" >&2; exit 2; }
+done
+IFS=, read -r -a components <<<"$list"
+for c in "${components[@]}"; do
+  [[ " witness attention indexer paging compress " == *" $c "* ]] ||
+    { echo "main: unknown component $c" >&2; exit 2; }
+done
+# A seed is always chosen, so that a failing run can be repeated exactly.
+[ -n "$seed" ] || seed=$(( (RANDOM << 15 | RANDOM) + 1 ))
+
+out=build/report
+rm -rf "$out" && mkdir -p "$out/junit" "$out/logs" "$out/fuzz"
+start=$SECONDS
 failures=0
-
-scripts/deps.sh || exit 1
-preset=default
-[ -x /usr/local/cuda/bin/nvcc ] || preset=cpu
-cmake --preset "$preset" >/dev/null && cmake --build --preset "$preset" --parallel "$(nproc)" || exit 1
-gpu="no GPU visible: CUDA cases skipped"
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && gpu="GPU: $(nvidia-smi -L | head -1)"
-
-{
-  echo "# aether verification report"
-  echo
-  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "- preset: $preset; $gpu"
-  echo
-  echo "| component | unit | props | fuzz replay | fuzz run |"
-  echo "| --- | --- | --- | --- | --- |"
-} >"$report"
-
-run_ctest() {  # run_ctest REGEX -> what its cases did, or FAILED (runs in a subshell)
-  local log total failed passed skipped inputs
-  log=$(ctest --test-dir "build/$preset" -R "$1" -V 2>&1)
-  total=$(grep -oP 'out of \K[0-9]+' <<<"$log" | tail -1)
-  [ -n "$total" ] || { echo "-"; return; }
-  failed=$(grep -oP '[0-9]+(?= tests failed)' <<<"$log" | tail -1)
-  if [ "${failed:-0}" -ne 0 ]; then
-    echo "$log" | grep -E 'FAILED|Failure|replay:' | head -40 >&2
-    echo "FAILED"
-    return
-  fi
-  passed=$(grep -oP '\[  PASSED  \] \K[0-9]+' <<<"$log" | awk '{s += $1} END {print s + 0}')
-  skipped=$(grep -oP '\[  SKIPPED \] \K[0-9]+(?= test)' <<<"$log" | awk '{s += $1} END {print s + 0}')
-  inputs=$(grep -oP 'replay: \K[0-9]+(?= inputs)' <<<"$log" | awk '{s += $1} END {print s + 0}')
-  if [ "$inputs" != 0 ]; then echo "$inputs inputs agree"
-  else echo "${passed:-0} passed, ${skipped:-0} skipped"; fi
+progress() { printf '[%3d:%02d] %s\n' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$*"; }
+step() {  # step NAME LOG COMMAND...: runs it, logs it, prints one progress line
+  local name=$1 log=$2 t0=$SECONDS
+  shift 2
+  progress "$name ..."
+  if "$@" >"$log" 2>&1; then progress "$name: ok ($((SECONDS - t0)) s)"; return 0; fi
+  progress "$name: FAILED ($((SECONDS - t0)) s, log $log)"
+  failures=$((failures + 1))
+  return 1
 }
 
-# libFuzzer pass: clang build with ASan + UBSan, each target's bounded ctest run.
-declare -A fuzz_run
-if cmake --preset fuzz -DAETHER_FUZZ_SECONDS="$fuzz_seconds" >/dev/null 2>&1 &&
-   cmake --build --preset fuzz >/dev/null 2>&1; then
-  for t in "${fuzz_targets[@]}"; do
-    log=$(ctest --test-dir build/fuzz -R "^${t}_fuzz_run\$" -V 2>&1)
-    execs=$(grep -oP 'average_exec_per_sec:\s*\K[0-9]+' <<<"$log")
-    if grep -q '100% tests passed' <<<"$log"; then
-      fuzz_run[$t]="ok, ${execs:-?} exec/s for ${fuzz_seconds} s"
-    else
-      fuzz_run[$t]="FAILED"; failures=$((failures + 1)); echo "$log" | tail -40 >&2
-    fi
-  done
-else
-  for t in "${fuzz_targets[@]}"; do fuzz_run[$t]="FAILED to build"; done
-  failures=$((failures + 1))
-fi
+step "dependencies" "$out/logs/deps.log" scripts/deps.sh || { cat "$out/logs/deps.log"; exit 1; }
+preset=default
+[ -x /usr/local/cuda/bin/nvcc ] || preset=cpu
+step "build ($preset preset)" "$out/logs/build.log" \
+  bash -c "cmake --preset $preset && cmake --build --preset $preset --parallel $(nproc)" ||
+  { tail -40 "$out/logs/build.log"; exit 1; }
+gpu="no GPU visible: CUDA cases skipped"
+nvidia-smi -L >/dev/null 2>&1 && gpu="GPU: $(nvidia-smi -L | head -1)"
+bin=build/$preset
+export RC_PARAMS="max_success=$cases seed=$seed"
 
 for c in "${components[@]}"; do
-  unit=$(run_ctest "^${c}_test\$")
-  props=$(run_ctest "^${c}_props\$")
-  replay=$(run_ctest "^${c}_fuzz_replay\$")
-  for r in "$unit" "$props" "$replay"; do [ "$r" != FAILED ] || failures=$((failures + 1)); done
-  echo "| $c | $unit | $props | $replay | ${fuzz_run[$c]:--} |" >>"$report"
+  step "$c: unit tests" "$out/logs/${c}_test.log" \
+    "$bin/tests/${c}_test" --gtest_output="xml:$out/junit/${c}_test.xml"
+  step "$c: properties ($cases cases each)" "$out/logs/${c}_props.log" \
+    "$bin/props/${c}_props" --gtest_output="xml:$out/junit/${c}_props.xml"
+  [ -d "fuzz/corpus/${c}_fuzz" ] || continue
+  step "$c: fuzz corpus replay" "$out/fuzz/${c}_replay.log" \
+    ctest --test-dir "$bin" -R "^${c}_fuzz_replay\$" -V --output-junit "$PWD/$out/junit/${c}_fuzz_replay.xml"
 done
-{
-  echo
-  echo "Agreement levels per component: docs/<component>.md. Benchmarks: docs/performance.md."
-  echo
-  echo "Result: $([ $failures -eq 0 ] && echo PASS || echo "FAIL ($failures failing steps)")"
-} >>"$report"
 
-echo
-cat "$report"
+fuzzed=()
+for c in "${components[@]}"; do [ -d "fuzz/corpus/${c}_fuzz" ] && fuzzed+=("$c"); done
+if [ "$fuzz_seconds" -gt 0 ] && [ ${#fuzzed[@]} -gt 0 ]; then
+  if step "fuzz build (clang, libFuzzer, ASan + UBSan)" "$out/logs/fuzz_build.log" bash -c \
+    "cmake --preset fuzz -DAETHER_FUZZ_SECONDS=$fuzz_seconds -DAETHER_FUZZ_SEED=$seed && cmake --build --preset fuzz"; then
+    for c in "${fuzzed[@]}"; do
+      scratch=build/fuzz/fuzz/${c}_new_inputs
+      rm -rf "$scratch" && mkdir -p "$scratch"
+      step "$c: libFuzzer for $fuzz_seconds s" "$out/fuzz/${c}_run.log" \
+        ctest --test-dir build/fuzz -R "^${c}_fuzz_run\$" -V --output-junit "$PWD/$out/junit/${c}_fuzz_run.xml"
+      echo "aether: new_inputs: $(find "$scratch" -type f | wc -l)" >>"$out/fuzz/${c}_run.log"
+    done
+  fi
+fi
+
+{
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "- preset: $preset; $gpu"
+  echo "- $cases cases per property; seed $seed; libFuzzer $fuzz_seconds s per target"
+  echo "- repeat: \`scripts/main.sh --cases $cases --seed $seed --fuzz-seconds $fuzz_seconds --components $list\`"
+  echo "- JUnit XML: \`$out/junit/\`; logs: \`$out/logs/\`, \`$out/fuzz/\`"
+} >"$out/settings.txt"
+progress "report"
+python3 scripts/report.py "$out" "${components[@]}" || failures=$((failures + 1))
+progress "done: $([ $failures -eq 0 ] && echo PASS || echo "FAIL ($failures failing steps)")"
 exit $((failures > 0))

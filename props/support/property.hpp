@@ -26,19 +26,27 @@ std::string replay_line(const std::string& test_id, const rc::detail::Reproduce&
 
 template <class Testable>
 void check_property(Testable&& testable, const char* level, Needs needs) {
+  ::testing::Test::RecordProperty("agreement_level", level);
   if (needs == Needs::Gpu && !gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  ::testing::Test::RecordProperty("agreement_level", level);
   rc::detail::TestMetadata metadata;
   metadata.id = std::string(info->test_suite_name()) + "/" + info->name();
   metadata.description = info->name();
   const auto result = rc::detail::checkTestable(std::forward<Testable>(testable), metadata);
-  if (result.template is<rc::detail::FailureResult>()) {
+  // Cases run, for the report and the JUnit XML (a failure counts its failing case).
+  using rc::detail::FailureResult, rc::detail::GaveUpResult, rc::detail::SuccessResult;
+  if (result.template is<SuccessResult>())
+    ::testing::Test::RecordProperty("cases", result.template get<SuccessResult>().numSuccess);
+  if (result.template is<FailureResult>()) {
+    const auto& failure = result.template get<FailureResult>();
+    ::testing::Test::RecordProperty("cases", failure.numSuccess + 1);
+    const std::string replay = replay_line(metadata.id, failure.reproduce);
+    ::testing::Test::RecordProperty("replay", replay);
     std::ostringstream ss;
     rc::detail::printResultMessage(result, ss);
-    FAIL() << "[" << level << "] " << ss.str() << "\n"
-           << replay_line(metadata.id, result.template get<rc::detail::FailureResult>().reproduce);
-  } else if (!result.template is<rc::detail::SuccessResult>()) {
+    FAIL() << "[" << level << "] " << ss.str() << "\n" << replay;
+  } else if (result.template is<GaveUpResult>()) {
+    ::testing::Test::RecordProperty("cases", result.template get<GaveUpResult>().numSuccess);
     std::ostringstream ss;
     rc::detail::printResultMessage(result, ss);
     FAIL() << "[" << level << "] " << ss.str();
