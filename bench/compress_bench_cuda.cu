@@ -124,8 +124,9 @@ int main(int argc, char** argv) {
     check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
     const auto call = [&](const Set& s) {
       const auto f = c.decode ? cuda::compress_decode : cuda::compress_prefill;
-      return f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape,
-               {s.rows, rows * shape.dim}, {s.index, rows}, {s.positions, rows}, nullptr);
+      return f(requests, on_device(s.projected, projected.size()), on_device(s.ring, ring.size()),
+               shape, on_device(s.rows, rows * shape.dim), on_device(s.index, rows),
+               on_device(s.positions, rows), nullptr);
     };
     // Check once against the CPU on copies of the same inputs.
     std::vector<float> cpu_ring = ring;
@@ -158,8 +159,9 @@ int main(int argc, char** argv) {
     const auto queue_on = [&](cudaStream_t stream) {
       const auto f = c.decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
       const Set& s = next_set();
-      if (!f(requests, {s.projected, projected.size()}, {s.ring, ring.size()}, shape,
-             {s.rows, rows * shape.dim}, {s.index, rows}, {s.positions, rows}, d_verdict, stream))
+      if (!f(requests, on_device(s.projected, projected.size()), on_device(s.ring, ring.size()),
+             shape, on_device(s.rows, rows * shape.dim), on_device(s.index, rows),
+             on_device(s.positions, rows), d_verdict, stream))
         std::exit(1);
     };
     const float t_queued = median_us(nullptr, [&] { queue_on(nullptr); });

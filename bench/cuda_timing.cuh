@@ -10,7 +10,15 @@
 #include <functional>
 #include <vector>
 
+#include "impl/cuda/device.hpp"
+
 namespace aether::bench {
+
+// n elements at p, a cudaMalloc'd pointer, as the CUDA entry points take them.
+template <class T>
+cuda::device_span<T> on_device(T* p, std::size_t n) {
+  return cuda::device_span<T>(p, n);
+}
 
 inline constexpr int kReps = 21, kBatch = 10, kGraphBatch = 20;
 

@@ -58,9 +58,9 @@ int main() {
     std::vector<std::int32_t> want(most * k), got(most * k);
     (void)aether::cpu::valid_prefix_topk(host, s.width, ends, k, want);
     for (const std::size_t rows : s.rows) {
-      const std::span<const float> scores(d_scores, rows * s.width);
-      const std::span<const std::int32_t> dends(d_ends, rows);
-      const std::span<std::int32_t> out(d_out, rows * k);
+      const aether::cuda::device_span<const float> scores(d_scores, rows * s.width);
+      const aether::cuda::device_span<const std::int32_t> dends(d_ends, rows);
+      const aether::cuda::device_span<std::int32_t> out(d_out, rows * k);
       check(cudaMemset(d_out, 0x5a, rows * k * 4), "poison");
       if (!aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out)) ok = false;
       check(cudaMemcpy(got.data(), d_out, rows * k * 4, cudaMemcpyDeviceToHost), "download");

@@ -83,10 +83,12 @@ int main() {
     check(cudaMemcpy(d_weights, weights.data(), weights.size() * 4, cudaMemcpyHostToDevice),
           "upload");
     check(cudaMemcpy(d_keys, keys.data(), keys.size(), cudaMemcpyHostToDevice), "upload");
-    const IndexKeys d_index{format, {d_keys, keys.size()}, D};
+    const cuda::DeviceIndexKeys d_index{format,
+                                        cuda::device_span<const std::byte>(d_keys, keys.size()), D};
     const auto call = [&] {
-      return cuda::index_scores({d_queries, queries.size()}, {d_weights, weights.size()}, T,
-                                d_index, {d_out, T * L});
+      return cuda::index_scores(cuda::device_span<const std::uint16_t>(d_queries, queries.size()),
+                                cuda::device_span<const float>(d_weights, weights.size()), T,
+                                d_index, cuda::device_span<float>(d_out, T * L));
     };
     if (!call()) ok = false;
     std::vector<float> out(T * L);

@@ -113,22 +113,25 @@ int main(int argc, char** argv) {
     cuda::DeviceVerdict* d_verdict;
     check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
     const auto call = [&](const Set& s) {
-      return cuda::paged_slots({s.rows, lanes}, k, {s.counts, requests}, {s.tables, tables.size()},
-                               per, block_tokens, ratio, {s.out, lanes}, stream);
+      return cuda::paged_slots(on_device(s.rows, lanes), k, on_device(s.counts, requests),
+                               on_device(s.tables, tables.size()), per, block_tokens, ratio,
+                               on_device(s.out, lanes), stream);
     };
     const auto enqueue_on = [&](const Set& s) {
-      return bool(cuda::enqueue_paged_slots({s.rows, lanes}, k, {s.counts, requests},
-                                            {s.tables, tables.size()}, per, block_tokens, ratio,
-                                            {s.out, lanes}, d_verdict, stream));
+      return bool(cuda::enqueue_paged_slots(on_device(s.rows, lanes), k,
+                                            on_device(s.counts, requests),
+                                            on_device(s.tables, tables.size()), per, block_tokens,
+                                            ratio, on_device(s.out, lanes), d_verdict, stream));
     };
     const auto enqueue = [&] {
       if (!enqueue_on(next_set())) std::exit(1);
     };
     const auto enqueue_masked = [&] {
       const Set& s = next_set();
-      if (!cuda::enqueue_paged_slots_masked({s.rows, lanes}, k, {s.counts, requests},
-                                            {s.tables, tables.size()}, per, block_tokens, ratio,
-                                            {s.out, lanes}, stream))
+      if (!cuda::enqueue_paged_slots_masked(on_device(s.rows, lanes), k,
+                                            on_device(s.counts, requests),
+                                            on_device(s.tables, tables.size()), per, block_tokens,
+                                            ratio, on_device(s.out, lanes), stream))
         std::exit(1);
     };
     std::vector<std::int32_t> want(lanes), got(lanes);
@@ -153,9 +156,10 @@ int main(int argc, char** argv) {
     }
     // The masked conversion leaves the same slots (nothing here is refused).
     check(cudaMemsetAsync(first.out, 0, lanes * 4, stream), "memset");
-    if (!cuda::paged_slots_masked({first.rows, lanes}, k, {first.counts, requests},
-                                  {first.tables, tables.size()}, per, block_tokens, ratio,
-                                  {first.out, lanes}, stream))
+    if (!cuda::paged_slots_masked(on_device(first.rows, lanes), k,
+                                  on_device(first.counts, requests),
+                                  on_device(first.tables, tables.size()), per, block_tokens, ratio,
+                                  on_device(first.out, lanes), stream))
       ok = false;
     check(cudaMemcpy(got.data(), first.out, lanes * 4, cudaMemcpyDeviceToHost), "download");
     if (got != want) {

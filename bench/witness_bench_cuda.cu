@@ -24,6 +24,7 @@ namespace {
 using I = std::int32_t;
 using aether::bench::kContext, aether::bench::kSegments, aether::bench::kTopk,
     aether::bench::learned_rows;
+using aether::cuda::device_span;
 using namespace aether::bench;
 
 // One block doing nothing: the floor of a kernel launch (graph or plain).
@@ -71,8 +72,8 @@ int main() {
     std::size_t turn = 0;
     const auto next_set = [&]() -> const Set& { return sets[turn++ % sets.size()]; };
     I *d_in = sets[0].in, *d_out = sets[0].out, *d_lens = sets[0].lens;
-    const std::span<const I> in(d_in, host.size()), dl(d_lens, rows);
-    const std::span<I> out(d_out, host.size());
+    const device_span<const I> in(d_in, host.size()), dl(d_lens, rows);
+    const device_span<I> out(d_out, host.size());
     const std::size_t keep = kTopk - kSegments;
 
     // correctness first: poisoned output, compared with the CPU backend
@@ -94,14 +95,15 @@ int main() {
     };
     auto merge = [&] {
       const Set& s = next_set();
-      (void)aether::cuda::apply_topology_witnesses({s.in, host.size()}, kTopk, {s.lens, rows}, keep,
-                                                   kSegments, kSegments, {s.out, host.size()},
-                                                   stream);
+      (void)aether::cuda::apply_topology_witnesses(
+          device_span<const I>(s.in, host.size()), kTopk, device_span<const I>(s.lens, rows), keep,
+          kSegments, kSegments, device_span<I>(s.out, host.size()), stream);
     };
     auto scatter = [&] {
       const Set& s = next_set();
-      (void)aether::cuda::scatter_topology_witnesses({s.in, host.size()}, kTopk, {s.lens, rows},
-                                                     kSegments, stream);
+      (void)aether::cuda::scatter_topology_witnesses(device_span<I>(s.in, host.size()), kTopk,
+                                                     device_span<const I>(s.lens, rows), kSegments,
+                                                     stream);
     };
     int* d_sink;
     check(cudaMalloc(&d_sink, sizeof(int)), "malloc");

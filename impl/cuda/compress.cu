@@ -667,9 +667,9 @@ bool aligned(const void* p, std::size_t bytes) {
 // caller's verdict, so nothing waits between them. Queues a planned, non-empty
 // call. 0 or the cudaError_t.
 int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requests,
-           std::span<const float> projected, std::span<float> ring, const CompressShape& shape,
-           std::span<std::uint16_t> rows, std::span<std::int32_t> row_index,
-           std::span<std::int32_t> positions, Step step, unsigned long long* verdict,
+           device_span<const float> projected, device_span<float> ring, const CompressShape& shape,
+           device_span<std::uint16_t> rows, device_span<std::int32_t> row_index,
+           device_span<std::int32_t> positions, Step step, unsigned long long* verdict,
            Stream stream) {
   const bool decode = step == Step::Decode;
   if (decode && plan.tokens == 0)  // nothing read, nothing written
@@ -762,18 +762,19 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
 }
 
 using Planned = std::variant<impl::CompressPlan, CompressError>;
-Planned plan_of(std::span<const CompressRequest> requests, std::span<const float> projected,
-                std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
-                std::span<std::int32_t> row_index, std::span<std::int32_t> positions, Step step) {
+Planned plan_of(std::span<const CompressRequest> requests, device_span<const float> projected,
+                device_span<float> ring, const CompressShape& shape,
+                device_span<std::uint16_t> rows, device_span<std::int32_t> row_index,
+                device_span<std::int32_t> positions, Step step) {
   return impl::plan_call(requests, shape, step, projected.size(), ring.size(), rows.size(),
                          row_index.size(), positions.size());
 }
 
 // The call, waiting once for the device's verdict.
 Status<CompressError> run(std::span<const CompressRequest> requests,
-                          std::span<const float> projected, std::span<float> ring,
-                          const CompressShape& shape, std::span<std::uint16_t> rows,
-                          std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
+                          device_span<const float> projected, device_span<float> ring,
+                          const CompressShape& shape, device_span<std::uint16_t> rows,
+                          device_span<std::int32_t> row_index, device_span<std::int32_t> positions,
                           Step step, Stream stream) {
   const Planned planned =
       plan_of(requests, projected, ring, shape, rows, row_index, positions, step);
@@ -791,10 +792,11 @@ Status<CompressError> run(std::span<const CompressRequest> requests,
 
 // The call queued, its device refusals left in *verdict.
 Status<CompressError> enqueue(std::span<const CompressRequest> requests,
-                              std::span<const float> projected, std::span<float> ring,
-                              const CompressShape& shape, std::span<std::uint16_t> rows,
-                              std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
-                              Step step, DeviceVerdict* verdict, Stream stream) {
+                              device_span<const float> projected, device_span<float> ring,
+                              const CompressShape& shape, device_span<std::uint16_t> rows,
+                              device_span<std::int32_t> row_index,
+                              device_span<std::int32_t> positions, Step step,
+                              DeviceVerdict* verdict, Stream stream) {
   const Planned planned =
       plan_of(requests, projected, ring, shape, rows, row_index, positions, step);
   if (auto* e = std::get_if<CompressError>(&planned)) return *e;
@@ -814,38 +816,38 @@ Status<CompressError> compress_verdict(const DeviceVerdict& verdict) {
 }
 
 Status<CompressError> compress_prefill(std::span<const CompressRequest> requests,
-                                       std::span<const float> projected, std::span<float> ring,
-                                       const CompressShape& shape, std::span<std::uint16_t> rows,
-                                       std::span<std::int32_t> row_index,
-                                       std::span<std::int32_t> positions, Stream stream) {
+                                       device_span<const float> projected, device_span<float> ring,
+                                       const CompressShape& shape, device_span<std::uint16_t> rows,
+                                       device_span<std::int32_t> row_index,
+                                       device_span<std::int32_t> positions, Stream stream) {
   return run(requests, projected, ring, shape, rows, row_index, positions, Step::Prefill, stream);
 }
 
 Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
-                                      std::span<const float> projected, std::span<float> ring,
-                                      const CompressShape& shape, std::span<std::uint16_t> rows,
-                                      std::span<std::int32_t> row_index,
-                                      std::span<std::int32_t> positions, Stream stream) {
+                                      device_span<const float> projected, device_span<float> ring,
+                                      const CompressShape& shape, device_span<std::uint16_t> rows,
+                                      device_span<std::int32_t> row_index,
+                                      device_span<std::int32_t> positions, Stream stream) {
   return run(requests, projected, ring, shape, rows, row_index, positions, Step::Decode, stream);
 }
 
 Status<CompressError> enqueue_compress_prefill(std::span<const CompressRequest> requests,
-                                               std::span<const float> projected,
-                                               std::span<float> ring, const CompressShape& shape,
-                                               std::span<std::uint16_t> rows,
-                                               std::span<std::int32_t> row_index,
-                                               std::span<std::int32_t> positions,
+                                               device_span<const float> projected,
+                                               device_span<float> ring, const CompressShape& shape,
+                                               device_span<std::uint16_t> rows,
+                                               device_span<std::int32_t> row_index,
+                                               device_span<std::int32_t> positions,
                                                DeviceVerdict* verdict, Stream stream) {
   return enqueue(requests, projected, ring, shape, rows, row_index, positions, Step::Prefill,
                  verdict, stream);
 }
 
 Status<CompressError> enqueue_compress_decode(std::span<const CompressRequest> requests,
-                                              std::span<const float> projected,
-                                              std::span<float> ring, const CompressShape& shape,
-                                              std::span<std::uint16_t> rows,
-                                              std::span<std::int32_t> row_index,
-                                              std::span<std::int32_t> positions,
+                                              device_span<const float> projected,
+                                              device_span<float> ring, const CompressShape& shape,
+                                              device_span<std::uint16_t> rows,
+                                              device_span<std::int32_t> row_index,
+                                              device_span<std::int32_t> positions,
                                               DeviceVerdict* verdict, Stream stream) {
   return enqueue(requests, projected, ring, shape, rows, row_index, positions, Step::Decode,
                  verdict, stream);

@@ -17,16 +17,17 @@
 namespace aether::cuda {
 
 Status<CompressError> compress_prefill(std::span<const CompressRequest> requests,
-                                       std::span<const float> projected, std::span<float> ring,
-                                       const CompressShape& shape, std::span<std::uint16_t> rows,
-                                       std::span<std::int32_t> row_index,
-                                       std::span<std::int32_t> positions, Stream stream = nullptr);
+                                       device_span<const float> projected, device_span<float> ring,
+                                       const CompressShape& shape, device_span<std::uint16_t> rows,
+                                       device_span<std::int32_t> row_index,
+                                       device_span<std::int32_t> positions,
+                                       Stream stream = nullptr);
 
 Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
-                                      std::span<const float> projected, std::span<float> ring,
-                                      const CompressShape& shape, std::span<std::uint16_t> rows,
-                                      std::span<std::int32_t> row_index,
-                                      std::span<std::int32_t> positions, Stream stream = nullptr);
+                                      device_span<const float> projected, device_span<float> ring,
+                                      const CompressShape& shape, device_span<std::uint16_t> rows,
+                                      device_span<std::int32_t> row_index,
+                                      device_span<std::int32_t> positions, Stream stream = nullptr);
 
 // The same steps queued on `stream` without waiting, for a serving loop that keeps
 // the host off the critical path. Refusals from sizes and metadata return at once;
@@ -36,18 +37,18 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
 // returns; the kernels read them from a buffer the call after next reuses, so a
 // CUDA graph must not capture these calls.
 Status<CompressError> enqueue_compress_prefill(std::span<const CompressRequest> requests,
-                                               std::span<const float> projected,
-                                               std::span<float> ring, const CompressShape& shape,
-                                               std::span<std::uint16_t> rows,
-                                               std::span<std::int32_t> row_index,
-                                               std::span<std::int32_t> positions,
+                                               device_span<const float> projected,
+                                               device_span<float> ring, const CompressShape& shape,
+                                               device_span<std::uint16_t> rows,
+                                               device_span<std::int32_t> row_index,
+                                               device_span<std::int32_t> positions,
                                                DeviceVerdict* verdict, Stream stream = nullptr);
 Status<CompressError> enqueue_compress_decode(std::span<const CompressRequest> requests,
-                                              std::span<const float> projected,
-                                              std::span<float> ring, const CompressShape& shape,
-                                              std::span<std::uint16_t> rows,
-                                              std::span<std::int32_t> row_index,
-                                              std::span<std::int32_t> positions,
+                                              device_span<const float> projected,
+                                              device_span<float> ring, const CompressShape& shape,
+                                              device_span<std::uint16_t> rows,
+                                              device_span<std::int32_t> row_index,
+                                              device_span<std::int32_t> positions,
                                               DeviceVerdict* verdict, Stream stream = nullptr);
 Status<CompressError> compress_verdict(const DeviceVerdict& verdict);
 

@@ -11,12 +11,20 @@
 
 namespace aether::cuda {
 
-int device_count() {
+Result<int, DeviceError> device_count() {
+  int driver = 0, runtime = 0;
+  if (cudaError_t e = cudaDriverGetVersion(&driver); e != cudaSuccess)
+    return device_error::RuntimeFailure{int(e)};
+  if (driver == 0) return 0;  // no driver installed
+  if (cudaError_t e = cudaRuntimeGetVersion(&runtime); e != cudaSuccess)
+    return device_error::RuntimeFailure{int(e)};
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" state
-    return 0;
-  }
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  cudaGetLastError();  // a failed query leaves a sticky error behind
+  if (e == cudaErrorNoDevice) return 0;
+  if (e == cudaErrorInsufficientDriver || (e != cudaSuccess && driver < runtime))
+    return device_error::DriverTooOld{driver, runtime};
+  if (e != cudaSuccess) return device_error::RuntimeFailure{int(e)};
   return n;
 }
 

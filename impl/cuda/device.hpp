@@ -3,6 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <ostream>
+#include <span>
+#include <type_traits>
+#include <variant>
+
+#include "api/result.hpp"
 
 struct CUstream_st;
 
@@ -10,8 +16,64 @@ namespace aether::cuda {
 
 using Stream = CUstream_st*;  // cudaStream_t; nullptr is the default stream
 
-// Number of usable CUDA devices; 0 when there is no driver or no GPU.
-int device_count();
+// `size` elements of device memory at `data`: what every CUDA entry point takes
+// for its tensors, so that host memory cannot reach a kernel unnoticed. Made only
+// explicitly (from a pointer and a length, or from a std::span the caller knows to
+// be device memory); device_span<T> converts to device_span<const T>. The host
+// never dereferences it.
+template <class T>
+class device_span {
+ public:
+  using element_type = T;
+  device_span() = default;
+  explicit device_span(T* data, std::size_t size) : data_(data), size_(size) {}
+  explicit device_span(std::span<T> device_memory)
+      : data_(device_memory.data()), size_(device_memory.size()) {}
+  template <class U>
+  requires(std::is_convertible_v<U (*)[], T (*)[]> && !std::is_same_v<U, T>)
+      device_span(device_span<U> other)
+      : data_(other.data()), size_(other.size()) {}
+
+  T* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::size_t size_bytes() const { return size_ * sizeof(T); }
+  bool empty() const { return size_ == 0; }
+  // Elements [offset, offset + count) (to the end by default); offset <= size().
+  device_span subspan(std::size_t offset, std::size_t count = std::size_t(-1)) const {
+    return device_span(data_ + offset, count == std::size_t(-1) ? size_ - offset : count);
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+namespace device_error {
+// A driver is installed but older than the CUDA runtime aether was built with
+// (versions as 1000 major + 10 minor: 13000 is CUDA 13.0).
+struct DriverTooOld {
+  int driver_version, runtime_version;
+  friend bool operator==(const DriverTooOld&, const DriverTooOld&) = default;
+};
+// The runtime reported another error (cudaError_t value).
+struct RuntimeFailure {
+  int code;
+  friend bool operator==(const RuntimeFailure&, const RuntimeFailure&) = default;
+};
+}  // namespace device_error
+using DeviceError = std::variant<device_error::DriverTooOld, device_error::RuntimeFailure>;
+namespace device_error {
+inline std::ostream& operator<<(std::ostream& os, const DeviceError& e) {
+  if (const auto* p = std::get_if<DriverTooOld>(&e))
+    return os << "DriverTooOld{driver_version=" << p->driver_version
+              << ", runtime_version=" << p->runtime_version << "}";
+  return os << "RuntimeFailure{code=" << std::get<RuntimeFailure>(e).code << "}";
+}
+}  // namespace device_error
+
+// Number of usable CUDA devices: 0 when no driver is installed or no GPU is
+// visible; a DeviceError when a driver is there but cannot serve this runtime.
+Result<int, DeviceError> device_count();
 
 // Validation on the device, verdict on the host. Calls that must refuse before
 // writing anything have their checking kernels atomicMin refusals into a word;

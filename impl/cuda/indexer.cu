@@ -58,8 +58,8 @@ __global__ void __launch_bounds__(kThreads)
 // kernel on the read-once path: one stream operation fewer), validation, and
 // selection gated on the device's verdict (nothing is written to `out` when it
 // holds a refusal, nor when out's shape is wrong). 0 or the cudaError_t.
-int launch_topk(std::span<const float> scores, std::size_t width,
-                std::span<const std::int32_t> ends, std::size_t k, std::span<std::int32_t> out,
+int launch_topk(device_span<const float> scores, std::size_t width,
+                device_span<const std::int32_t> ends, std::size_t k, device_span<std::int32_t> out,
                 DeviceVerdict* verdict, Stream stream) {
   const std::size_t rows = ends.size();
   const bool shaped = out.size() == rows * k;
@@ -90,9 +90,9 @@ Status<IndexerError> valid_prefix_topk_verdict(const DeviceVerdict& verdict, std
                            std::int32_t(std::uint32_t(verdict.refusal)), width};
 }
 
-Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
-                                       std::span<const std::int32_t> ends, std::size_t k,
-                                       std::span<std::int32_t> out, Stream stream) {
+Status<IndexerError> valid_prefix_topk(device_span<const float> scores, std::size_t width,
+                                       device_span<const std::int32_t> ends, std::size_t k,
+                                       device_span<std::int32_t> out, Stream stream) {
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (rows == 0)
@@ -108,10 +108,10 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
   return Ok{};
 }
 
-Status<IndexerError> enqueue_valid_prefix_topk(std::span<const float> scores, std::size_t width,
-                                               std::span<const std::int32_t> ends, std::size_t k,
-                                               std::span<std::int32_t> out, DeviceVerdict* verdict,
-                                               Stream stream) {
+Status<IndexerError> enqueue_valid_prefix_topk(device_span<const float> scores, std::size_t width,
+                                               device_span<const std::int32_t> ends, std::size_t k,
+                                               device_span<std::int32_t> out,
+                                               DeviceVerdict* verdict, Stream stream) {
   const std::size_t rows = ends.size();
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (out.size() != rows * k) return ie::ShapeMismatch{rows * k, out.size()};

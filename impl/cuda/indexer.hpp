@@ -8,20 +8,26 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "api/indexer.hpp"
 #include "impl/cuda/device.hpp"
 
 namespace aether::cuda {
 
+// Stored keys in device memory: IndexKeys' layout (api/indexer.hpp).
+struct DeviceIndexKeys {
+  KeyFormat format = KeyFormat::F32;
+  device_span<const std::byte> bytes;  // rows * key_row_bytes(format, dim)
+  std::size_t dim = 0;
+};
+
 // Rows of 16384 scores and more, K <= 2048, up to 2048 rows: the scores read once
 // (a sample, one gathering pass, an exact finish per row). Other calls: one block
 // per row, three radix passes (11, 11, 10 bits) for the K-th largest order key,
 // one pass writing the choice in index order (ties to the lower index).
-Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_t width,
-                                       std::span<const std::int32_t> ends, std::size_t k,
-                                       std::span<std::int32_t> out, Stream stream = nullptr);
+Status<IndexerError> valid_prefix_topk(device_span<const float> scores, std::size_t width,
+                                       device_span<const std::int32_t> ends, std::size_t k,
+                                       device_span<std::int32_t> out, Stream stream = nullptr);
 
 // The same call queued on `stream` without a host wait (not graph-capturable: a
 // read-once call takes one of the per-thread scratch buffers in turn, waiting on
@@ -31,10 +37,10 @@ Status<IndexerError> valid_prefix_topk(std::span<const float> scores, std::size_
 // valid_prefix_topk_verdict (width: the call's). verdict->detail[0] counts the
 // read-once rows whose sampled threshold missed, selected by the slower one-block
 // method (a speed figure, never a different answer).
-Status<IndexerError> enqueue_valid_prefix_topk(std::span<const float> scores, std::size_t width,
-                                               std::span<const std::int32_t> ends, std::size_t k,
-                                               std::span<std::int32_t> out, DeviceVerdict* verdict,
-                                               Stream stream = nullptr);
+Status<IndexerError> enqueue_valid_prefix_topk(device_span<const float> scores, std::size_t width,
+                                               device_span<const std::int32_t> ends, std::size_t k,
+                                               device_span<std::int32_t> out,
+                                               DeviceVerdict* verdict, Stream stream = nullptr);
 Status<IndexerError> valid_prefix_topk_verdict(const DeviceVerdict& verdict, std::size_t width);
 
 // Scores of T queries against L stored keys, I_tj = Σ_h w_th max(0, q_th · k_j):
@@ -48,9 +54,9 @@ Status<IndexerError> valid_prefix_topk_verdict(const DeviceVerdict& verdict, std
 // keys, H > 128, D > 256, tiles beyond a block's shared memory (H200: D = 256 with
 // H > 80) or bf16 keys at an odd address (docs/indexer.md).
 inline constexpr std::size_t MAX_DEVICE_SCORE_HEADS = 128, MAX_DEVICE_SCORE_DIM = 256;
-Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
-                                  std::span<const float> weights, std::size_t query_count,
-                                  const IndexKeys& keys, std::span<float> out,
+Status<IndexerError> index_scores(device_span<const std::uint16_t> queries,
+                                  device_span<const float> weights, std::size_t query_count,
+                                  const DeviceIndexKeys& keys, device_span<float> out,
                                   Stream stream = nullptr);
 
 }  // namespace aether::cuda

@@ -350,9 +350,10 @@ cudaError_t launch_score(const std::uint16_t* queries, const float* weights, con
 }
 }  // namespace
 
-Status<IndexerError> index_scores(std::span<const std::uint16_t> queries,
-                                  std::span<const float> weights, std::size_t query_count,
-                                  const IndexKeys& keys, std::span<float> out, Stream stream) {
+Status<IndexerError> index_scores(device_span<const std::uint16_t> queries,
+                                  device_span<const float> weights, std::size_t query_count,
+                                  const DeviceIndexKeys& keys, device_span<float> out,
+                                  Stream stream) {
   // The model's order (model::index_scores_batch): shapes of queries and weights,
   // non-finite queries and weights, then the keys' shape and values. What the
   // device cannot run is refused before any data is read.

@@ -411,11 +411,11 @@ Status<PagingError> paged_slots_verdict(const DeviceVerdict& verdict) {
   return pe::BadBlock{lane, verdict.detail[1]};
 }
 
-Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std::size_t k,
-                                        std::span<const std::int32_t> valid_counts,
-                                        std::span<const std::int32_t> block_tables,
+Status<PagingError> enqueue_paged_slots(device_span<const std::int32_t> rows, std::size_t k,
+                                        device_span<const std::int32_t> valid_counts,
+                                        device_span<const std::int32_t> block_tables,
                                         std::size_t blocks_per_request, std::int64_t block_tokens,
-                                        std::int64_t ratio, std::span<std::int32_t> out,
+                                        std::int64_t ratio, device_span<std::int32_t> out,
                                         DeviceVerdict* verdict, Stream stream) {
   Geometry g;
   if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
@@ -435,11 +435,11 @@ Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std:
   return Ok{};
 }
 
-Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t k,
-                                std::span<const std::int32_t> valid_counts,
-                                std::span<const std::int32_t> block_tables,
+Status<PagingError> paged_slots(device_span<const std::int32_t> rows, std::size_t k,
+                                device_span<const std::int32_t> valid_counts,
+                                device_span<const std::int32_t> block_tables,
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
-                                std::int64_t ratio, std::span<std::int32_t> out, Stream stream) {
+                                std::int64_t ratio, device_span<std::int32_t> out, Stream stream) {
   Geometry g;
   if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
                     block_tokens, ratio, out.size(), &g);
@@ -456,12 +456,12 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
   return paged_slots_verdict(*v.host);
 }
 
-Status<PagingError> enqueue_paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
-                                               std::span<const std::int32_t> valid_counts,
-                                               std::span<const std::int32_t> block_tables,
+Status<PagingError> enqueue_paged_slots_masked(device_span<const std::int32_t> rows, std::size_t k,
+                                               device_span<const std::int32_t> valid_counts,
+                                               device_span<const std::int32_t> block_tables,
                                                std::size_t blocks_per_request,
                                                std::int64_t block_tokens, std::int64_t ratio,
-                                               std::span<std::int32_t> out, Stream stream) {
+                                               device_span<std::int32_t> out, Stream stream) {
   Geometry g;
   if (auto s = plan(rows.size(), k, valid_counts.size(), block_tables.size(), blocks_per_request,
                     block_tokens, ratio, out.size(), &g);
@@ -475,11 +475,11 @@ Status<PagingError> enqueue_paged_slots_masked(std::span<const std::int32_t> row
   return Ok{};
 }
 
-Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
-                                       std::span<const std::int32_t> valid_counts,
-                                       std::span<const std::int32_t> block_tables,
+Status<PagingError> paged_slots_masked(device_span<const std::int32_t> rows, std::size_t k,
+                                       device_span<const std::int32_t> valid_counts,
+                                       device_span<const std::int32_t> block_tables,
                                        std::size_t blocks_per_request, std::int64_t block_tokens,
-                                       std::int64_t ratio, std::span<std::int32_t> out,
+                                       std::int64_t ratio, device_span<std::int32_t> out,
                                        Stream stream) {
   if (auto s = enqueue_paged_slots_masked(rows, k, valid_counts, block_tables, blocks_per_request,
                                           block_tokens, ratio, out, stream);

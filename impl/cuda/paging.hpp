@@ -10,18 +10,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 #include "api/paging.hpp"
 #include "impl/cuda/device.hpp"
 
 namespace aether::cuda {
 
-Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t k,
-                                std::span<const std::int32_t> valid_counts,
-                                std::span<const std::int32_t> block_tables,
+Status<PagingError> paged_slots(device_span<const std::int32_t> rows, std::size_t k,
+                                device_span<const std::int32_t> valid_counts,
+                                device_span<const std::int32_t> block_tables,
                                 std::size_t blocks_per_request, std::int64_t block_tokens,
-                                std::int64_t ratio, std::span<std::int32_t> out,
+                                std::int64_t ratio, device_span<std::int32_t> out,
                                 Stream stream = nullptr);
 
 // The same conversion queued on `stream` without waiting, for callers that keep
@@ -30,11 +29,11 @@ Status<PagingError> paged_slots(std::span<const std::int32_t> rows, std::size_t 
 // device data are left in *verdict (device memory the caller owns), with nothing
 // written to out. After the stream, copy *verdict to the host and read it with
 // paged_slots_verdict.
-Status<PagingError> enqueue_paged_slots(std::span<const std::int32_t> rows, std::size_t k,
-                                        std::span<const std::int32_t> valid_counts,
-                                        std::span<const std::int32_t> block_tables,
+Status<PagingError> enqueue_paged_slots(device_span<const std::int32_t> rows, std::size_t k,
+                                        device_span<const std::int32_t> valid_counts,
+                                        device_span<const std::int32_t> block_tables,
                                         std::size_t blocks_per_request, std::int64_t block_tokens,
-                                        std::int64_t ratio, std::span<std::int32_t> out,
+                                        std::int64_t ratio, device_span<std::int32_t> out,
                                         DeviceVerdict* verdict, Stream stream = nullptr);
 Status<PagingError> paged_slots_verdict(const DeviceVerdict& verdict);
 
@@ -43,18 +42,18 @@ Status<PagingError> paged_slots_verdict(const DeviceVerdict& verdict);
 // lane is written as it is converted, one kernel, one read of the rows and tables.
 // Geometry and shape refusals only, returned before anything is queued. The
 // enqueue_ form only queues the kernel; paged_slots_masked also waits for `stream`.
-Status<PagingError> enqueue_paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
-                                               std::span<const std::int32_t> valid_counts,
-                                               std::span<const std::int32_t> block_tables,
+Status<PagingError> enqueue_paged_slots_masked(device_span<const std::int32_t> rows, std::size_t k,
+                                               device_span<const std::int32_t> valid_counts,
+                                               device_span<const std::int32_t> block_tables,
                                                std::size_t blocks_per_request,
                                                std::int64_t block_tokens, std::int64_t ratio,
-                                               std::span<std::int32_t> out,
+                                               device_span<std::int32_t> out,
                                                Stream stream = nullptr);
-Status<PagingError> paged_slots_masked(std::span<const std::int32_t> rows, std::size_t k,
-                                       std::span<const std::int32_t> valid_counts,
-                                       std::span<const std::int32_t> block_tables,
+Status<PagingError> paged_slots_masked(device_span<const std::int32_t> rows, std::size_t k,
+                                       device_span<const std::int32_t> valid_counts,
+                                       device_span<const std::int32_t> block_tables,
                                        std::size_t blocks_per_request, std::int64_t block_tokens,
-                                       std::int64_t ratio, std::span<std::int32_t> out,
+                                       std::int64_t ratio, device_span<std::int32_t> out,
                                        Stream stream = nullptr);
 
 }  // namespace aether::cuda

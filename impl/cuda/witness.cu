@@ -187,11 +187,11 @@ Status<WitnessError> launched() {
 }
 }  // namespace
 
-Status<WitnessError> topology_witness_indices(std::span<const std::int32_t> learned,
+Status<WitnessError> topology_witness_indices(device_span<const std::int32_t> learned,
                                               std::size_t topk,
-                                              std::span<const std::int32_t> context_lens,
-                                              std::size_t num_segments, std::span<std::int32_t> out,
-                                              Stream stream) {
+                                              device_span<const std::int32_t> context_lens,
+                                              std::size_t num_segments,
+                                              device_span<std::int32_t> out, Stream stream) {
   const std::size_t rows = context_lens.size();
   if (auto e = impl::table_refusal(learned.size(), topk, rows, num_segments, out.size())) return *e;
   if (rows == 0) return Ok{};
@@ -201,12 +201,12 @@ Status<WitnessError> topology_witness_indices(std::span<const std::int32_t> lear
   return launched();
 }
 
-Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> learned,
+Status<WitnessError> apply_topology_witnesses(device_span<const std::int32_t> learned,
                                               std::size_t topk,
-                                              std::span<const std::int32_t> context_lens,
+                                              device_span<const std::int32_t> context_lens,
                                               std::size_t learned_keep, std::size_t num_segments,
                                               std::size_t max_replacements,
-                                              std::span<std::int32_t> out, Stream stream) {
+                                              device_span<std::int32_t> out, Stream stream) {
   const std::size_t rows = context_lens.size();
   if (auto e =
           impl::merge_refusal(learned.size(), topk, rows, learned_keep, num_segments, out.size()))
@@ -240,9 +240,9 @@ Status<WitnessError> apply_topology_witnesses(std::span<const std::int32_t> lear
   return launched();
 }
 
-Status<WitnessError> scatter_topology_witnesses(std::span<std::int32_t> topk_indices,
+Status<WitnessError> scatter_topology_witnesses(device_span<std::int32_t> topk_indices,
                                                 std::size_t topk,
-                                                std::span<const std::int32_t> context_lens,
+                                                device_span<const std::int32_t> context_lens,
                                                 std::size_t num_segments, Stream stream) {
   if (num_segments == 0) return Ok{};
   const std::size_t keep = topk - std::min(num_segments, topk);

@@ -34,10 +34,11 @@ namespace {
 // An enqueue_ step with its device verdict read back: the waiting signature.
 template <class Enqueue>
 auto with_verdict(Enqueue enqueue) {
-  return [enqueue](std::span<const CompressRequest> requests, std::span<const float> projected,
-                   std::span<float> ring, const CompressShape& shape, std::span<std::uint16_t> rows,
-                   std::span<std::int32_t> row_index, std::span<std::int32_t> positions,
-                   cuda::Stream stream) {
+  return [enqueue](std::span<const CompressRequest> requests,
+                   cuda::device_span<const float> projected, cuda::device_span<float> ring,
+                   const CompressShape& shape, cuda::device_span<std::uint16_t> rows,
+                   cuda::device_span<std::int32_t> row_index,
+                   cuda::device_span<std::int32_t> positions, cuda::Stream stream) {
     const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
     DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
     auto status = enqueue(requests, projected, ring, shape, rows, row_index, positions,

@@ -47,7 +47,7 @@ Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,
   DeviceBuffer<std::byte> d_keys(keys.bytes);
   const auto status =
       cuda::index_scores(d_queries.span(), d_weights.span(), query_count,
-                         IndexKeys{keys.format, d_keys.span(), keys.dim}, d_out.span());
+                         cuda::DeviceIndexKeys{keys.format, d_keys.span(), keys.dim}, d_out.span());
   d_out.download(out);
   return status;
 }

@@ -1,46 +1,40 @@
-// A host vector mirrored in device memory, for staging test data through CUDA.
+// The public device buffer (impl/cuda/device_buffer.hpp) for test support: a
+// broken device is not a property failure, so a failed allocation, copy or
+// download aborts with the runtime's message.
 #pragma once
-
-#include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <span>
-#include <vector>
+#include <sstream>
+
+#include "impl/cuda/device_buffer.hpp"
 
 namespace aether::props {
 
 inline void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "CUDA error in %s: %s\n", what, cudaGetErrorString(e));
-    std::abort();  // test support: a broken device is not a property failure
-  }
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "CUDA error in %s: %s\n", what, cudaGetErrorString(e));
+  std::abort();
+}
+
+inline void abort_on(const Status<cuda::DeviceError>& status, const char* what) {
+  if (status.ok()) return;
+  std::ostringstream os;
+  os << status.error();
+  std::fprintf(stderr, "CUDA error in %s: %s\n", what, os.str().c_str());
+  std::abort();
 }
 
 template <class T>
-class DeviceBuffer {
+class DeviceBuffer : public cuda::DeviceBuffer<T> {
  public:
-  explicit DeviceBuffer(std::span<const T> host) : size_(host.size()) {
-    cuda_check(cudaMalloc(&ptr_, std::max<std::size_t>(size_, 1) * sizeof(T)), "cudaMalloc");
-    if (size_)
-      cuda_check(cudaMemcpy(ptr_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice),
-                 "upload");
+  explicit DeviceBuffer(std::span<const T> host) : cuda::DeviceBuffer<T>(host) {
+    abort_on(this->status(), "upload");
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr_); }
-
-  std::span<T> span() { return {ptr_, size_}; }
   void download(std::span<T> host) const {
-    cuda_check(cudaDeviceSynchronize(), "synchronize");
-    if (size_)
-      cuda_check(cudaMemcpy(host.data(), ptr_, size_ * sizeof(T), cudaMemcpyDeviceToHost),
-                 "download");
+    abort_on(cuda::DeviceBuffer<T>::download(host), "download");
   }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t size_;
 };
 
 }  // namespace aether::props

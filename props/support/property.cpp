@@ -1,5 +1,8 @@
 #include "props/support/property.hpp"
 
+#include <cstdlib>
+#include <iostream>
+
 #ifdef AETHER_HAVE_CUDA
 #include "impl/cuda/device.hpp"
 #endif
@@ -15,7 +18,16 @@ std::string& program_path_storage() {
 
 bool gpu_present() {
 #ifdef AETHER_HAVE_CUDA
-  static const bool present = cuda::device_count() > 0;
+  // A driver that cannot serve this runtime is a broken set-up, not a machine
+  // without a GPU: say so and stop rather than skip every CUDA case.
+  static const bool present = [] {
+    const auto n = cuda::device_count();
+    if (!n.ok()) {
+      std::cerr << "aether: CUDA is unusable here: " << n.error() << "\n";
+      std::exit(3);
+    }
+    return n.value() > 0;
+  }();
   return present;
 #else
   return false;
