@@ -14,6 +14,7 @@
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/parallel.hpp"
 #include "model/indexer.hpp"
+#include "props/support/agreement.hpp"
 #include "props/support/compare.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
@@ -77,34 +78,23 @@ AETHER_PROP(IndexerModel, retaining_every_block_is_plain_topk, "model", ()) {
             model::valid_prefix_topk(row, end, V{I(end)}, k).value());
 }
 
-// One generated call (refusals included) on a top-k backend against the model:
-// the same lanes or the same error, and out untouched by a refusal.
-template <class Topk>
-void topk_agrees_with_the_model(Topk topk, const char* name) {
-  const props::TopkCall c = *props::gen_any_topk_call();
-  const V before(c.ends.size() * c.k, 0x5a5a5a5a);
-  V out = before;
-  const auto got = topk(c.scores, c.width, c.ends, c.k, std::span<I>(out));
-  const auto want = model::valid_prefix_topk(c.scores, c.width, c.ends, c.k);
-  if (auto d = status_report<I>(want, got, before, out, name); !d.empty()) RC_FAIL(d);
-}
-
 AETHER_PROP(IndexerCpu, topk_agrees_with_the_model, "L0", ()) {
-  topk_agrees_with_the_model(cpu_indexer().topk, "cpu topk");
+  props::check_topk_agreement(cpu_indexer().topk, *props::gen_any_topk_call(), "cpu topk");
 }
 
 #ifdef AETHER_HAVE_CUDA
 AETHER_GPU_PROP(IndexerCuda, topk_agrees_with_the_model, "L0", ()) {
-  topk_agrees_with_the_model(props::cuda_valid_prefix_topk, "cuda topk");
+  props::check_topk_agreement(props::cuda_valid_prefix_topk, *props::gen_any_topk_call(),
+                              "cuda topk");
 }
 
 // The queued call: its refusals come back through the device verdict, described
 // the model's way (out is always K lanes per row here, the one shape the queued
 // form refuses before queuing anything).
 AETHER_GPU_PROP(IndexerCuda, queued_topk_agrees_with_the_model, "L0", ()) {
-  topk_agrees_with_the_model(
+  props::check_topk_agreement(
       [](auto&&... args) { return props::cuda_queued_valid_prefix_topk(args...); },
-      "cuda queued topk");
+      *props::gen_any_topk_call(), "cuda queued topk");
 }
 #endif
 

@@ -7,6 +7,7 @@
 
 #include "impl/cpu/dispatch.hpp"
 #include "model/witness.hpp"
+#include "props/support/agreement.hpp"
 #include "props/support/compare.hpp"
 #include "props/support/property.hpp"
 #include "props/support/witness_backends.hpp"
@@ -156,46 +157,8 @@ AETHER_PROP(WitnessModel, the_witness_set_is_invariant_under_permutations, "mode
             model::row_witnesses(r.tokens, r.len, r.num_segments));
 }
 
-// L0: a backend equals the model on every call, refusals included.
-void check_agreement(const props::WitnessBackend& backend, const props::WitnessCall& c) {
-  const V poison(c.learned.size(), 0x5a5a5a5a);
-  {
-    V out = poison;
-    const auto impl = backend.apply(c.learned, c.topk, c.context_lens, c.learned_keep,
-                                    c.num_segments, c.max_replacements, out);
-    const auto want = model::apply_topology_witnesses(
-        c.learned, c.topk, c.context_lens, c.learned_keep, c.num_segments, c.max_replacements);
-    if (auto d = props::differential_report<I>(want, impl, poison, out, backend.name + " apply");
-        !d.empty())
-      RC_FAIL(d);
-  }
-  {
-    V buf = c.learned;
-    const auto impl = backend.scatter(buf, c.topk, c.context_lens, c.num_segments);
-    V want_buf = c.learned;
-    const auto want =
-        model::scatter_topology_witnesses(want_buf, c.topk, c.context_lens, c.num_segments);
-    if (impl.ok() != want.ok() || (!impl.ok() && !(impl.error() == want.error())))
-      RC_FAIL(backend.name + " scatter: status differs from the model's");
-    if (auto d = props::diff_report<I>(want_buf, buf, backend.name + " scatter"); !d.empty())
-      RC_FAIL(d);
-  }
-  {
-    const std::size_t width = c.rows() * c.num_segments;
-    const V table_poison(width, 0x5a5a5a5a);
-    V table = table_poison;
-    const auto impl = backend.indices(c.learned, c.topk, c.context_lens, c.num_segments, table);
-    const auto want =
-        model::topology_witness_indices(c.learned, c.topk, c.context_lens, c.num_segments);
-    if (auto d = props::differential_report<I>(want, impl, table_poison, table,
-                                               backend.name + " indices");
-        !d.empty())
-      RC_FAIL(d);
-  }
-}
-
 AETHER_PROP(WitnessCpu, agrees_with_the_model_on_every_call, "L0", (const props::WitnessCall& c)) {
-  check_agreement(props::cpu_witness_backend(), c);
+  props::check_witness_agreement(props::cpu_witness_backend(), c);
 }
 
 AETHER_PROP(WitnessCpu, merging_in_place_equals_merging_out_of_place, "L3", ()) {
@@ -234,7 +197,7 @@ AETHER_PROP(WitnessCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
 #ifdef AETHER_HAVE_CUDA
 AETHER_GPU_PROP(WitnessCuda, agrees_with_the_model_on_every_call, "L0",
                 (const props::WitnessCall& c)) {
-  check_agreement(props::cuda_witness_backend(), c);
+  props::check_witness_agreement(props::cuda_witness_backend(), c);
 }
 #endif
 
