@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Gathers what scripts/gpu.sh runs on the GPU machine (which has no compiler and
+# takes at most 64 MiB of carried files) from a build made here: the CUDA test,
+# property and benchmark binaries, stripped, in the build folder's layout, and
+# any staged mutants. Usage: scripts/gpu_bundle.sh [BUILD] [BUNDLE]
+# (default build/default -> build/gpu); then run `scripts/gpu.sh BUNDLE` there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/default}
+bundle=${2:-build/gpu}
+rm -rf "$bundle" && mkdir -p "$bundle/tests" "$bundle/props" "$bundle/bench"
+for c in witness indexer paging compress; do
+  strip -o "$bundle/tests/${c}_test" "$build/tests/${c}_test"
+  strip -o "$bundle/props/${c}_props" "$build/props/${c}_props"
+done
+for b in "$build"/bench/*_cuda; do strip -o "$bundle/bench/$(basename "$b")" "$b"; done
+[ ! -d "$build/mutants" ] || cp -r "$build/mutants" "$bundle/"
+du -sh "$bundle"
