@@ -89,12 +89,12 @@ AETHER_GPU_PROP(IndexerCuda, topk_agrees_with_the_model, "L0", ()) {
 }
 
 // The queued call: its refusals come back through the device verdict, described
-// the model's way (out is always K lanes per row here, the one shape the queued
-// form refuses before queuing anything).
+// the model's way; out's length, the one shape the queued form refuses before
+// queuing anything, is refused before the data's refusals.
 AETHER_GPU_PROP(IndexerCuda, queued_topk_agrees_with_the_model, "L0", ()) {
   props::check_topk_agreement(
       [](auto&&... args) { return props::cuda_queued_valid_prefix_topk(args...); },
-      *props::gen_any_topk_call(), "cuda queued topk");
+      *props::gen_any_topk_call(), "cuda queued topk", props::OutputCheck::BeforeData);
 }
 #endif
 

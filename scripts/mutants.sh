@@ -86,6 +86,11 @@ mutant witness model-budget-ignored model/witness.cpp \
   's|const std::size_t budget = std::min(max_replacements, topk - learned_keep);|const std::size_t budget = topk - learned_keep;|'
 mutant witness cpu-refusal-writes impl/cpu/witness.cpp \
   's|^  if (auto e =$|  std::fill(out.begin(), out.end(), 0);\n  if (auto e =|'
+# refusals checked in another order than the model's (calls with several faults)
+mutant witness impl-keep-checked-before-segments impl/witness_refusals.hpp \
+  '/std::size_t learned_keep,$/,/return std::nullopt/ s|  if (num_segments == 0 \|\| num_segments > MAX_TOPOLOGY_SEGMENTS)|  if ((num_segments == 0 \|\| num_segments > MAX_TOPOLOGY_SEGMENTS) \&\& learned_keep <= topk)|'
+mutant witness impl-output-checked-first impl/witness_refusals.hpp \
+  '/std::size_t learned_keep,$/,/return std::nullopt/ s|  if (static_cast<unsigned __int128>(topk) \* rows != learned_len)|  if (out_len != learned_len) return we::OutputSizeMismatch{learned_len, out_len};\n  if (static_cast<unsigned __int128>(topk) * rows != learned_len)|'
 mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
   's|if (learned_keep > topk) return|if (learned_keep >= topk) return|'
 
@@ -114,6 +119,10 @@ mutant indexer cpu-head-skipped impl/cpu/indexer_scores.cpp 's|  for (; h < head
 mutant indexer model-bound-too-tight model/indexer.cpp \
   's|return magnitude_bounds(queries, weights, keys, keys.dim + weights.size() + 2);|return magnitude_bounds(queries, weights, keys, 1);|'
 
+mutant indexer cpu-non-finite-rows-scanned-backwards impl/cpu/indexer.cpp \
+  's|    if (auto j = first_non_finite(scores.data() + r \* width, std::size_t(ends\[r\])))|    if (auto j = first_non_finite(scores.data() + (rows - 1 - r) * width, std::size_t(ends[rows - 1 - r])))|; s|      return ie::NonFiniteScore{r, \*j};|      return ie::NonFiniteScore{rows - 1 - r, *j};|'
+mutant indexer cpu-output-checked-before-data impl/cpu/indexer.cpp \
+  's|  for (std::size_t r = 0; r < rows; ++r)$|  if (out.size() != rows * k) return ie::ShapeMismatch{rows * k, out.size()};\n  for (std::size_t r = 0; r < rows; ++r)|'
 mutant indexer cpu-key-check-skipped impl/cpu/indexer_scores.cpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
 
 # paging: offset, valid count, table bound, negative blocks and the slot bound; the masked conversion refusing, its table bound

@@ -3,6 +3,7 @@
 #include <rapidcheck.h>
 
 #include <span>
+#include <sstream>
 #include <vector>
 
 #include "model/indexer.hpp"
@@ -14,17 +15,36 @@ namespace aether::props {
 namespace {
 using I = std::int32_t;
 using V = std::vector<I>;
+
+// What a backend writing into a caller buffer of `out_len` must answer where the
+// model (which returns a new vector) answers `want`: the same, or the component's
+// output-length refusal when the model accepts and the buffer has the wrong length.
+template <class T, class E, class Refuse>
+Result<std::vector<T>, E> into_buffer(Result<std::vector<T>, E> want, std::size_t out_len,
+                                      Refuse refuse) {
+  if (want.ok() && want.value().size() != out_len) return refuse(want.value().size(), out_len);
+  return want;
+}
+
+WitnessError witness_output_refusal(std::size_t expected, std::size_t actual) {
+  return witness_error::OutputSizeMismatch{expected, actual};
+}
+IndexerError indexer_output_refusal(std::size_t expected, std::size_t actual) {
+  return indexer_error::ShapeMismatch{expected, actual};
+}
 }  // namespace
 
 // L0: a backend equals the model on every call, refusals included.
 void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c) {
-  const V poison(c.learned.size(), 0x5a5a5a5a);
+  const V poison(c.out_len(c.learned.size()), 0x5a5a5a5a);
   if (backend.apply) {
     V out = poison;
     const auto impl = backend.apply(c.learned, c.topk, c.context_lens, c.learned_keep,
                                     c.num_segments, c.max_replacements, out);
-    const auto want = model::apply_topology_witnesses(
-        c.learned, c.topk, c.context_lens, c.learned_keep, c.num_segments, c.max_replacements);
+    const auto want = into_buffer(
+        model::apply_topology_witnesses(c.learned, c.topk, c.context_lens, c.learned_keep,
+                                        c.num_segments, c.max_replacements),
+        out.size(), witness_output_refusal);
     if (auto d = differential_report<I>(want, impl, poison, out, backend.name + " apply");
         !d.empty())
       RC_FAIL(d);
@@ -35,17 +55,27 @@ void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c
     V want_buf = c.learned;
     const auto want =
         model::scatter_topology_witnesses(want_buf, c.topk, c.context_lens, c.num_segments);
-    if (impl.ok() != want.ok() || (!impl.ok() && !(impl.error() == want.error())))
-      RC_FAIL(backend.name + " scatter: status differs from the model's");
+    if (impl.ok() != want.ok() || (!impl.ok() && !(impl.error() == want.error()))) {
+      std::ostringstream os;
+      os << backend.name << " scatter: ";
+      if (impl.ok())
+        os << "accepted, the model refuses with " << want.error();
+      else if (want.ok())
+        os << "refused with " << impl.error() << ", the model accepts";
+      else
+        os << "refused with " << impl.error() << ", the model with " << want.error();
+      RC_FAIL(os.str());
+    }
     if (auto d = diff_report<I>(want_buf, buf, backend.name + " scatter"); !d.empty()) RC_FAIL(d);
   }
   if (backend.indices) {
-    const std::size_t width = c.rows() * c.num_segments;
+    const std::size_t width = c.out_len(c.rows() * c.num_segments);
     const V table_poison(width, 0x5a5a5a5a);
     V table = table_poison;
     const auto impl = backend.indices(c.learned, c.topk, c.context_lens, c.num_segments, table);
-    const auto want =
-        model::topology_witness_indices(c.learned, c.topk, c.context_lens, c.num_segments);
+    const auto want = into_buffer(
+        model::topology_witness_indices(c.learned, c.topk, c.context_lens, c.num_segments),
+        table.size(), witness_output_refusal);
     if (auto d = differential_report<I>(want, impl, table_poison, table, backend.name + " indices");
         !d.empty())
       RC_FAIL(d);
@@ -53,11 +83,17 @@ void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c
 }
 
 void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const TopkCall& c,
-                          const std::string& name) {
-  const V before(c.ends.size() * c.k, 0x5a5a5a5a);
+                          const std::string& name, OutputCheck output_check) {
+  const V before(c.out_len(), 0x5a5a5a5a);
   V out = before;
   const auto got = topk(c.scores, c.width, c.ends, c.k, std::span<I>(out));
-  const auto want = model::valid_prefix_topk(c.scores, c.width, c.ends, c.k);
+  auto want = into_buffer(model::valid_prefix_topk(c.scores, c.width, c.ends, c.k), out.size(),
+                          indexer_output_refusal);
+  const bool scores_shape_refused =
+      !want.ok() && std::holds_alternative<indexer_error::ShapeMismatch>(want.error());
+  if (output_check == OutputCheck::BeforeData && out.size() != c.ends.size() * c.k &&
+      !scores_shape_refused)
+    want = indexer_output_refusal(c.ends.size() * c.k, out.size());
   if (auto d = differential_report<I>(want, got, before, out, name); !d.empty()) RC_FAIL(d);
 }
 

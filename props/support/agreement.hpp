@@ -17,8 +17,13 @@ namespace aether::props {
 // call `c` (outputs poisoned beforehand, so a refusal must leave them untouched).
 void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c);
 
+// Where a backend checks its output buffer's length: last, as the model orders the
+// refusals, or before anything that depends on the data (a call that only queues
+// work, as cuda::enqueue_valid_prefix_topk, cannot wait for the data's verdict).
+enum class OutputCheck { Last, BeforeData };
+
 // `topk` (an IndexerBackend::topk) against model::valid_prefix_topk on call `c`.
 void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const TopkCall& c,
-                          const std::string& name);
+                          const std::string& name, OutputCheck output_check = OutputCheck::Last);
 
 }  // namespace aether::props

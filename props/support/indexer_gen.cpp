@@ -17,8 +17,9 @@ using I = std::int32_t;
 
 void showValue(const TopkCall& c, std::ostream& os) {
   os << "TopkCall{width=" << c.width << ", k=" << c.k
-     << ", ends=" << show_span(std::span<const I>(c.ends))
-     << ", scores=" << show_span(std::span<const float>(c.scores), 96) << "}";
+     << ", ends=" << show_span(std::span<const I>(c.ends));
+  if (c.out_delta != 0) os << ", out_delta=" << c.out_delta;
+  os << ", scores=" << show_span(std::span<const float>(c.scores), 96) << "}";
 }
 
 void showValue(const CandidateCall& c, std::ostream& os) {
@@ -268,37 +269,40 @@ rc::Gen<TopkCall> gen_well_formed_topk_call() {
 }
 
 rc::Gen<TopkCall> gen_any_topk_call() {
-  return gen::weightedOneOf<TopkCall>({
-      {10, gen_well_formed_topk_call()},
-      {1, gen::exec([] {
-         auto c = *gen_well_formed_topk_call();
-         if (c.ends.empty())
-           c.scores.push_back(1.0f);  // shape mismatch
-         else
-           c.ends[*gen::inRange<std::size_t>(0, c.ends.size())] =
-               *gen::element<I>(-1, I(c.width + 1), std::numeric_limits<I>::min());
-         return c;
-       })},
-      {1, gen::exec([] {
-         auto c = *gen_well_formed_topk_call();
-         for (std::size_t r = 0; r < c.ends.size(); ++r)
-           if (c.ends[r] > 0) {
-             c.scores[r * c.width + *gen::inRange<std::size_t>(0, std::size_t(c.ends[r]))] =
-                 *gen::element(std::numeric_limits<float>::quiet_NaN(),
-                               std::numeric_limits<float>::infinity());
-             break;
-           }
-         return c;
-       })},
-      {1, gen::exec([] {
-         auto c = *gen_well_formed_topk_call();
-         if (!c.scores.empty())
-           c.scores.pop_back();
-         else
-           c.width += 1, c.ends.push_back(0);
-         return c;
-       })},
+  // Faults drawn independently, several at once as often as one: non-finite scores
+  // in up to three valid places (the model names the first in row-major order), bad
+  // ends in up to two rows, a score array of the wrong length, an output buffer of
+  // the wrong length.
+  const auto faulty = gen::exec([] {
+    auto c = *gen_well_formed_topk_call();
+    const int faults = *gen::inRange(1, 16);
+    if (faults & 1) {
+      const int places = *gen::inRange(1, 4);
+      for (int i = 0; i < places && !c.ends.empty(); ++i) {
+        const auto r = *gen::inRange<std::size_t>(0, c.ends.size());
+        if (c.ends[r] <= 0) continue;
+        c.scores[r * c.width + *gen::inRange<std::size_t>(0, std::size_t(c.ends[r]))] =
+            *gen::element(std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity());
+      }
+    }
+    if (faults & 2) {
+      const int rows = *gen::inRange(1, 3);
+      for (int i = 0; i < rows && !c.ends.empty(); ++i)
+        c.ends[*gen::inRange<std::size_t>(0, c.ends.size())] =
+            *gen::element<I>(-1, I(c.width + 1), std::numeric_limits<I>::min());
+    }
+    if (faults & 4) {
+      if (!c.scores.empty() && *gen::arbitrary<bool>())
+        c.scores.pop_back();
+      else
+        c.scores.push_back(1.0f);
+    }
+    if (faults & 8) c.out_delta = *gen::element<std::ptrdiff_t>(-2, -1, 1, 3);
+    return c;
   });
+  return gen::weightedOneOf<TopkCall>({{3, gen_well_formed_topk_call()}, {2, faulty}});
 }
 
 rc::Gen<CandidateCall> gen_candidate_call() {

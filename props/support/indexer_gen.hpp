@@ -7,6 +7,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
@@ -22,6 +23,11 @@ struct TopkCall {
   std::size_t width = 0;
   std::vector<std::int32_t> ends;
   std::size_t k = 0;
+  // How much longer (or shorter) than rows * k the output buffer is: 0 when well formed.
+  std::ptrdiff_t out_delta = 0;
+  std::size_t out_len() const {
+    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(ends.size() * k) + out_delta));
+  }
 };
 void showValue(const TopkCall& call, std::ostream& os);
 
@@ -74,7 +80,8 @@ rc::Gen<std::vector<float>> gen_scores(std::size_t n);
 rc::Gen<float> gen_garbage();
 
 rc::Gen<TopkCall> gen_well_formed_topk_call();
-// Well formed most of the time; else a bad end, a shape mismatch or NaN/inf inside.
+// Well formed more often than not; else one or more of: a bad end, a shape
+// mismatch, NaN/inf inside a valid range, an output of the wrong length.
 rc::Gen<TopkCall> gen_any_topk_call();
 rc::Gen<CandidateCall> gen_candidate_call();  // refusals included now and then
 rc::Gen<PagingCall> gen_paging_call();        // refusals included now and then

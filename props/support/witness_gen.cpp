@@ -14,7 +14,9 @@ std::ostream& operator<<(std::ostream& os, const WitnessCall& c) {
   os << "WitnessCall{topk=" << c.topk << ", rows=" << c.rows()
      << ", context_lens=" << show_span(std::span<const I>(c.context_lens))
      << ", keep=" << c.learned_keep << ", S=" << c.num_segments
-     << ", max_replacements=" << c.max_replacements << ", learned=";
+     << ", max_replacements=" << c.max_replacements;
+  if (c.out_delta != 0) os << ", out_delta=" << c.out_delta;
+  os << ", learned=";
   for (std::size_t r = 0; r * c.topk < c.learned.size() && c.topk; ++r)
     os << "\n    "
        << show_span(std::span<const I>(c.learned).subspan(
@@ -140,39 +142,34 @@ rc::Gen<WitnessCall> gen_well_formed_call() {
 }
 
 rc::Gen<WitnessCall> gen_any_call() {
-  return gen::weightedOneOf<WitnessCall>({
-      {8, gen_well_formed_call()},
-      // rows mismatch: one learned entry too many or too few, or a row dropped
-      {1, gen::exec([] {
-         auto c = *gen_well_formed_call();
-         switch (*gen::inRange(0, 3)) {
-           case 0:
-             c.learned.push_back(-1);
-             break;
-           case 1:
-             if (!c.learned.empty())
-               c.learned.pop_back();
-             else
-               c.learned.push_back(0);
-             break;
-           default:
-             c.context_lens.push_back(*gen_context_len());
-             break;
-         }
-         if (c.topk * c.rows() == c.learned.size()) c.learned.push_back(-1);
-         return c;
-       })},
-      {1, gen::exec([] {
-         auto c = *gen_well_formed_call();
-         c.num_segments = *gen::element<std::size_t>(0, 65, 66, 128, 1000);
-         return c;
-       })},
-      {1, gen::exec([] {
-         auto c = *gen_well_formed_call();
-         c.learned_keep = c.topk + *gen::inRange<std::size_t>(1, 5);
-         return c;
-       })},
+  // Faults drawn independently, so that a call often carries several at once: a
+  // backend that checks them in another order than the model names another error.
+  const auto faulty = gen::exec([] {
+    auto c = *gen_well_formed_call();
+    const auto faults = *gen::suchThat(gen::inRange(1, 16), [](int f) { return f != 0; });
+    if (faults & 1) {  // rows mismatch: an entry too many or too few, or a row more
+      switch (*gen::inRange(0, 3)) {
+        case 0:
+          c.learned.push_back(-1);
+          break;
+        case 1:
+          if (!c.learned.empty())
+            c.learned.pop_back();
+          else
+            c.learned.push_back(0);
+          break;
+        default:
+          c.context_lens.push_back(*gen_context_len());
+          break;
+      }
+      if (c.topk * c.rows() == c.learned.size()) c.learned.push_back(-1);
+    }
+    if (faults & 2) c.num_segments = *gen::element<std::size_t>(0, 65, 66, 128, 1000);
+    if (faults & 4) c.learned_keep = c.topk + *gen::inRange<std::size_t>(1, 5);
+    if (faults & 8) c.out_delta = *gen::element<std::ptrdiff_t>(-3, -1, 1, 2, 64);
+    return c;
   });
+  return gen::weightedOneOf<WitnessCall>({{3, gen_well_formed_call()}, {2, faulty}});
 }
 
 }  // namespace aether::props

@@ -6,6 +6,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
@@ -21,8 +22,15 @@ struct WitnessCall {
   std::size_t learned_keep = 0;
   std::size_t num_segments = 0;
   std::size_t max_replacements = 0;
+  // How much longer (or shorter) than the call needs an impl's output buffer is:
+  // 0 in a well-formed call.
+  std::ptrdiff_t out_delta = 0;
 
   std::size_t rows() const { return context_lens.size(); }
+  // The output buffer's length for a call whose output needs `needed` elements.
+  std::size_t out_len(std::size_t needed) const {
+    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(needed) + out_delta));
+  }
 };
 
 std::ostream& operator<<(std::ostream& os, const WitnessCall& call);
@@ -44,8 +52,9 @@ rc::Gen<std::vector<std::int32_t>> gen_row_with_padded_tail(std::int32_t context
 
 // Calls every refusal check accepts.
 rc::Gen<WitnessCall> gen_well_formed_call();
-// Any call: well formed most of the time, otherwise with one of the refusals'
-// conditions (rows mismatch, S out of range, keep past topk).
+// Any call: well formed more often than not, otherwise with one or more of the
+// refusals' conditions at once (rows mismatch, S out of range, keep past topk, an
+// output buffer of the wrong length).
 rc::Gen<WitnessCall> gen_any_call();
 
 }  // namespace aether::props
