@@ -4,6 +4,7 @@
 // against the model: L0 on rows' indices, positions, the ring and refusals, L2 on
 // the bf16 rows, L1 on the grid, C1 the identity.
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -163,8 +164,12 @@ AETHER_PROP(CompressModel, one_entry_less_than_r_plus_qmax_minus_1_corrupts_a_ro
 
 // y (bf16 bits) is the nearest-even rounding of some x in z: |rn(x) - x| <= 2^-8 |x|
 // (normal) or 2^-134 (subnormal), and rn is monotone.
+// A non-finite y is outside every interval (checked before any rational arithmetic:
+// GMP has no NaN).
 bool bf16_within(std::uint16_t y, const Interval& z) {
-  const Rational value = model::exact(std::bit_cast<float>(std::uint32_t(y) << 16));
+  const float x = std::bit_cast<float>(std::uint32_t(y) << 16);
+  if (!std::isfinite(x)) return false;
+  const Rational value = model::exact(x);
   const Rational m = std::max(Rational(abs(z.lo)), Rational(abs(z.hi)));
   const Rational slack = m / 256 + Rational(1, model::Integer(1) << 134);
   return z.lo - slack <= value && value <= z.hi + slack;
@@ -175,7 +180,7 @@ void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
   const std::size_t D = c.shape.dim;
   std::vector<float> ring = c.ring;
   std::vector<std::uint16_t> rows(c.rows * D, 0x5a5a);
-  std::vector<std::int32_t> index(c.rows, 0x5a5a5a5a), positions(c.rows, 0x5a5a5a5a);
+  std::vector<std::int32_t> index(c.index_rows, 0x5a5a5a5a), positions(c.position_rows, 0x5a5a5a5a);
   const auto got = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
                                                                  c.shape, rows, index, positions);
   const auto want =
@@ -190,8 +195,8 @@ void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
                   .str());
     RC_ASSERT(std::memcmp(ring.data(), c.ring.data(), ring.size() * 4) == 0);
     RC_ASSERT(rows == std::vector<std::uint16_t>(c.rows * D, 0x5a5a));
-    RC_ASSERT(index == std::vector<std::int32_t>(c.rows, 0x5a5a5a5a));
-    RC_ASSERT(positions == std::vector<std::int32_t>(c.rows, 0x5a5a5a5a));
+    RC_ASSERT(index == std::vector<std::int32_t>(c.index_rows, 0x5a5a5a5a));
+    RC_ASSERT(positions == std::vector<std::int32_t>(c.position_rows, 0x5a5a5a5a));
     return;
   }
   if (!got)
@@ -208,9 +213,9 @@ void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
     RC_ASSERT(positions[i] == row.position);
     for (std::size_t d = 0; d < D; ++d) {
       const std::uint16_t y = rows[i * D + d];
+      const float x = std::bit_cast<float>(std::uint32_t(y) << 16);
       const bool ok =
-          grid ? model::exact(std::bit_cast<float>(std::uint32_t(y) << 16)) == row.z[d].lo
-               : bf16_within(y, row.z[d]);
+          grid ? std::isfinite(x) && model::exact(x) == row.z[d].lo : bf16_within(y, row.z[d]);
       if (!ok)
         RC_FAIL("row " + std::to_string(i) + " channel " + std::to_string(d) + ": bf16 " +
                 std::to_string(y) + " outside [" + row.z[d].lo.str() + ", " + row.z[d].hi.str() +
@@ -307,7 +312,7 @@ auto cpu_run(const props::BatchCall& c, std::size_t threads, bool simd) {
   cpu::simd_allowed() = simd;
   std::vector<float> ring = c.ring;
   std::vector<std::uint16_t> rows(c.rows * c.shape.dim);
-  std::vector<std::int32_t> index(c.rows), positions(c.rows);
+  std::vector<std::int32_t> index(c.index_rows), positions(c.position_rows);
   const auto backend = props::cpu_compress_backend();
   const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
                                                                 c.shape, rows, index, positions);
@@ -344,7 +349,7 @@ void equals_the_cpu_bit_for_bit(const props::CompressBackend& gpu) {
   const auto run = [&](const props::CompressBackend& backend) {
     std::vector<float> ring = c.ring;
     std::vector<std::uint16_t> rows(c.rows * c.shape.dim, 0x5a5a);
-    std::vector<std::int32_t> index(c.rows, 7), positions(c.rows, 7);
+    std::vector<std::int32_t> index(c.index_rows, 7), positions(c.position_rows, 7);
     const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
                                                                   c.shape, rows, index, positions);
     return std::tuple(st, ring, rows, index, positions);

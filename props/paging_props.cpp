@@ -67,16 +67,24 @@ AETHER_PROP(PagingModel, a_masked_lane_is_that_lane_converted_alone_or_minus_one
 void agrees_with_the_model(const props::PagingBackend& backend, bool masked = false) {
   const props::PagingCall c = *props::gen_paging_call();
   const auto& convert = masked ? backend.masked : backend.slots;
-  const V before(c.rows.size(), 0x5a5a5a5a);
+  const V before(c.out_len(), 0x5a5a5a5a);
   V out = before;
   const auto got = convert(c.rows, c.k, c.valid_counts, c.block_tables, c.blocks_per_request,
                            c.block_tokens, c.ratio, out);
-  const auto want = (masked ? model::paged_slots_masked : model::paged_slots)(
+  auto want = (masked ? model::paged_slots_masked : model::paged_slots)(
       c.rows, c.k, c.valid_counts, c.block_tables, c.blocks_per_request, c.block_tokens, c.ratio);
+  // The output's length is a shape: refused after the model's geometry and shape
+  // refusals and before any lane's.
+  const bool shape_refused =
+      !want.ok() && (std::holds_alternative<paging_error::BadGeometry>(want.error()) ||
+                     std::holds_alternative<paging_error::ShapeMismatch>(want.error()));
+  if (out.size() != c.rows.size() && !shape_refused)
+    want = PagingError{paging_error::ShapeMismatch{c.rows.size(), out.size()}};
   if (auto d = props::differential_report<I>(want, got, before, out,
                                              backend.name + (masked ? " masked" : " slots"));
       !d.empty())
     RC_FAIL(d);
+  if (c.out_delta != 0) return;  // in place, out has the rows' length
   V in_place = c.rows;
   const auto again = convert(in_place, c.k, c.valid_counts, c.block_tables, c.blocks_per_request,
                              c.block_tokens, c.ratio, in_place);

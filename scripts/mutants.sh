@@ -141,6 +141,11 @@ mutant paging cpu-slot-bound-off-by-one impl/cpu/paging.cpp \
 mutant paging cpu-masked-table-bound impl/cpu/paging.cpp \
   's|std::uint64_t(j / bc) < blocks_per_request) {|std::uint64_t(j / bc) <= blocks_per_request) {|'
 
+mutant paging cpu-output-length-checked-first impl/cpu/paging.cpp \
+  's|^  if (ratio <= 0 \|\| block_tokens <= 0 \|\| block_tokens % ratio != 0)$|  if (out_size != lanes) return pe::ShapeMismatch{lanes, out_size};\n&|'
+mutant paging cpu-table-checked-before-lanes impl/cpu/paging.cpp \
+  's|^  if (lanes != requests \* k) return pe::ShapeMismatch{requests \* k, lanes};|  if (table_size != requests * blocks_per_request) return pe::ShapeMismatch{requests * blocks_per_request, table_size};\n&|'
+
 # compress: the ring a prefill keeps, the placeholder row, the ring slot, the
 # capacity bound, the softmax denominator, exp's range reduction, the old entries checked,
 # the rows a chunk completes, the pair form's weight given to the wrong score
@@ -166,6 +171,14 @@ mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
   's|const float e0 = s0 < s1 ? e : 1.0f|const float e0 = s0 > s1 ? e : 1.0f|'
+
+# compress refusals in another order than the model's (calls with several faults)
+mutant compress impl-positions-checked-before-row-index impl/compress_plan.hpp \
+  's|^  if (row_index != plan.rows) return ce::ShapeMismatch{plan.rows, row_index};|  if (positions != plan.rows) return ce::ShapeMismatch{plan.rows, positions};\n&|'
+mutant compress impl-ring-size-checked-before-requests impl/compress_plan.hpp \
+  's|^  std::vector<unsigned char> used(shape.state_slots,|  if (std::int64_t(shape.ring) < shape.ratio) return ce::RingTooSmall{shape.ring, shape.ratio};\n&|'
+mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
+  's|^  if (bad != c.projected.end())$|  if (bad != c.projected.end() \&\& false)|'
 
 # CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
 # call's verdict not reset, a prefill's ring keeping one position less, the index a

@@ -143,8 +143,10 @@ std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape
 
 void showValue(const BatchCall& c, std::ostream& os) {
   os << (c.decode ? "decode" : "prefill") << " r=" << c.shape.ratio << " D=" << c.shape.dim
-     << " S=" << c.shape.ring << " slots=" << c.shape.state_slots << " rows=" << c.rows
-     << " requests:";
+     << " S=" << c.shape.ring << " slots=" << c.shape.state_slots << " rows=" << c.rows;
+  if (c.index_rows != c.rows) os << " row_index=" << c.index_rows;
+  if (c.position_rows != c.rows) os << " positions=" << c.position_rows;
+  os << " requests:";
   for (const auto& q : c.requests)
     os << " {slot " << q.state_slot << ", start " << q.start << ", tokens " << q.tokens << "}";
   os << "\nprojected:";
@@ -176,12 +178,20 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
     const std::size_t n = *gen::weightedOneOf<std::size_t>(
         {{1, gen::just<std::size_t>(0)},
          {9, gen::inRange<std::size_t>(1, c.shape.state_slots + 1)}});
+    // A third of the calls carry faults drawn independently, so that several meet in
+    // one call: malformed requests, non-finite inputs, non-finite old ring entries,
+    // and outputs (rows, row indices, positions) of the wrong length. The rest have
+    // each fault now and then, alone.
+    const int faults = *gen::inRange(0, 3) == 0 ? *gen::inRange(1, 64) : 0;
+    const std::size_t bad_request =
+        faults & 1 ? *gen::inRange<std::size_t>(0, std::max<std::size_t>(n, 1)) : n;
     std::size_t tokens = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const auto count = *gen::weightedOneOf<std::int64_t>(
           {{1, gen::just<std::int64_t>(0)}, {9, gen::inRange<std::int64_t>(1, qmax + 1)}});
       CompressRequest q{slots[i], *gen::inRange<std::int64_t>(0, 14), std::int32_t(count)};
-      switch (*gen::inRange(0, 40)) {  // now and then a malformed request
+      const bool malformed = i == bad_request || (faults & 1 && *gen::inRange(0, 4) == 0);
+      switch (malformed ? *gen::inRange(0, 3) : *gen::inRange(0, 40)) {
         case 0:
           q.state_slot = std::int32_t(c.shape.state_slots);
           break;
@@ -204,7 +214,8 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
     const auto split = all.projected.begin() + std::ptrdiff_t(tokens * 2 * c.shape.dim);
     c.projected.assign(all.projected.begin(), split);
     c.ring.assign(split, all.projected.end());
-    if (*gen::inRange(0, 30) == 0 && !c.projected.empty())
+    const int bad_inputs = faults & 2 ? *gen::inRange(1, 4) : *gen::inRange(0, 30) == 0;
+    for (int i = 0; i < bad_inputs && !c.projected.empty(); ++i)
       c.projected[*gen::inRange<std::size_t>(0, c.projected.size())] =
           *gen::element(NAN, INFINITY, -INFINITY);
     // Old entries a step reads (positions r floor(s/r) .. s-1 of a request that
@@ -216,7 +227,8 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
           q.tokens > 0 && (q.start + q.tokens) / r > q.start / r)
         for (std::int64_t p = q.start / r * r; p < q.start; ++p)
           read_entries.push_back(std::size_t(q.state_slot * S + p % S));
-    if (*gen::inRange(0, 10) == 0) {
+    const int bad_entries = faults & 4 ? *gen::inRange(1, 4) : *gen::inRange(0, 10) == 0;
+    for (int i = 0; i < bad_entries; ++i) {
       const std::size_t width = 2 * c.shape.dim;
       const std::size_t at =
           read_entries.empty() || *gen::arbitrary<bool>()
@@ -230,7 +242,9 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
                       ? std::size_t(q.tokens)
                       : std::size_t(std::max<std::int64_t>(
                             1, (q.start + q.tokens) / c.shape.ratio - q.start / c.shape.ratio));
-    if (*gen::inRange(0, 30) == 0) c.rows += 1;
+    if (faults & 8 || *gen::inRange(0, 30) == 0) c.rows += *gen::element<std::size_t>(1, 2);
+    c.index_rows = c.rows + (faults & 16 ? 1 : 0);
+    c.position_rows = c.rows + (faults & 32 ? 2 : 0);
     return c;
   });
 }

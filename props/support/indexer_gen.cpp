@@ -33,7 +33,9 @@ void showValue(const PagingCall& c, std::ostream& os) {
      << ", valid_counts=" << show_span(std::span<const I>(c.valid_counts))
      << ", blocks_per_request=" << c.blocks_per_request
      << ", block_tables=" << show_span(std::span<const I>(c.block_tables))
-     << ", rows=" << show_span(std::span<const I>(c.rows)) << "}";
+     << ", rows=" << show_span(std::span<const I>(c.rows));
+  if (c.out_delta != 0) os << ", out_delta=" << c.out_delta;
+  os << "}";
 }
 
 void showValue(const ScoreCall& c, std::ostream& os) {
@@ -369,7 +371,7 @@ PagingCall wide_paging_call() {
 }  // namespace
 
 rc::Gen<PagingCall> gen_paging_call() {
-  return gen::exec([] {
+  const auto lanes_and_tables = gen::exec([] {
     if (*gen::inRange(0, 8) == 0) return wide_paging_call();
     PagingCall c;
     c.ratio = *gen::weightedOneOf<std::int64_t>(
@@ -401,6 +403,25 @@ rc::Gen<PagingCall> gen_paging_call() {
       c.valid_counts.push_back(*gen::weightedOneOf<I>(
           {{6, gen::inRange<I>(0, I(c.k) + 1)}, {1, gen::element<I>(-1, I(c.k) + 5)}}));
     }
+    return c;
+  });
+  return gen::exec([=] {
+    PagingCall c = *lanes_and_tables;
+    if (*gen::inRange(0, 4) != 0) return c;
+    const int faults = *gen::inRange(1, 8);  // shape faults, independently
+    if (faults & 1) {
+      if (!c.rows.empty() && *gen::arbitrary<bool>())
+        c.rows.pop_back();
+      else
+        c.rows.push_back(0);
+    }
+    if (faults & 2) {
+      if (!c.block_tables.empty() && *gen::arbitrary<bool>())
+        c.block_tables.pop_back();
+      else
+        c.block_tables.push_back(0);
+    }
+    if (faults & 4) c.out_delta = *gen::element<std::ptrdiff_t>(-1, 1, 4);
     return c;
   });
 }

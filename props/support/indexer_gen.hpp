@@ -49,6 +49,11 @@ struct PagingCall {
   std::vector<std::int32_t> block_tables;  // [requests, blocks_per_request]
   std::size_t blocks_per_request = 0;
   std::int64_t block_tokens = 0, ratio = 1;
+  // How much longer (or shorter) than rows the output buffer is: 0 when well formed.
+  std::ptrdiff_t out_delta = 0;
+  std::size_t out_len() const {
+    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(rows.size()) + out_delta));
+  }
 };
 void showValue(const PagingCall& call, std::ostream& os);
 
@@ -84,6 +89,9 @@ rc::Gen<TopkCall> gen_well_formed_topk_call();
 // mismatch, NaN/inf inside a valid range, an output of the wrong length.
 rc::Gen<TopkCall> gen_any_topk_call();
 rc::Gen<CandidateCall> gen_candidate_call();  // refusals included now and then
-rc::Gen<PagingCall> gen_paging_call();        // refusals included now and then
+// Refusals included: bad lanes and geometry now and then, and in one call in four
+// one or more shape faults (a lane or table entry too many or too few, an output
+// of the wrong length) on top.
+rc::Gen<PagingCall> gen_paging_call();
 
 }  // namespace aether::props
