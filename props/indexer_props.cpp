@@ -29,6 +29,10 @@ using V = std::vector<I>;
 
 props::IndexerBackend cpu_indexer() { return props::cpu_indexer_backend(); }
 
+IndexerError output_refusal(std::size_t expected, std::size_t actual) {
+  return indexer_error::ShapeMismatch{expected, actual};
+}
+
 template <class T>
 std::string status_report(const Result<std::vector<T>, IndexerError>& want,
                           const Status<IndexerError>& got, const std::vector<T>& before,
@@ -126,20 +130,23 @@ AETHER_PROP(IndexerCpu, candidate_blocks_agree_with_the_model, "L0", ()) {
   const props::CandidateCall c = *props::gen_candidate_call();
   const auto backend = cpu_indexer();
   {
-    const V before(c.k, 0x5a5a5a5a);
+    const V before(c.out_len(c.k), 0x5a5a5a5a);
     V out = before;
     const auto got =
         backend.candidate_topk(c.row, c.end, c.retained_blocks, c.block_size, c.k, out);
-    const auto want = model::candidate_topk(c.row, c.end, c.retained_blocks, c.block_size, c.k);
+    const auto want = props::model_into_buffer(
+        model::candidate_topk(c.row, c.end, c.retained_blocks, c.block_size, c.k), out.size(),
+        output_refusal);
     if (auto d = status_report<I>(want, got, before, out, "cpu candidate_topk"); !d.empty())
       RC_FAIL(d);
   }
   {
     const std::size_t blocks = c.block_size ? (c.end + c.block_size - 1) / c.block_size : 0;
-    const std::vector<float> before(blocks, -7.0f);
+    const std::vector<float> before(c.out_len(blocks), -7.0f);
     std::vector<float> out = before;
     const auto got = backend.block_scores(c.row, c.end, c.block_size, out);
-    const auto want = model::candidate_block_scores(c.row, c.end, c.block_size);
+    const auto want = props::model_into_buffer(
+        model::candidate_block_scores(c.row, c.end, c.block_size), out.size(), output_refusal);
     if (auto d = status_report<float>(want, got, before, out, "cpu block scores"); !d.empty())
       RC_FAIL(d);
   }
@@ -149,10 +156,12 @@ AETHER_PROP(IndexerCpu, candidate_blocks_agree_with_the_model, "L0", ()) {
         gen::weightedOneOf<I>(
             {{6, gen::inRange<I>(0, I(c.retained_blocks.size() * c.block_size) + 1)},
              {1, gen::element<I>(-1, -2)}}));
-    const V before(compact.size(), 0x5a5a5a5a);
+    const V before(c.out_len(compact.size()), 0x5a5a5a5a);
     V out = before;
     const auto got = backend.restore(compact, c.retained_blocks, c.block_size, out);
-    const auto want = model::restore_candidate_indices(compact, c.retained_blocks, c.block_size);
+    const auto want = props::model_into_buffer(
+        model::restore_candidate_indices(compact, c.retained_blocks, c.block_size), out.size(),
+        output_refusal);
     if (auto d = status_report<I>(want, got, before, out, "cpu restore"); !d.empty()) RC_FAIL(d);
   }
 }
@@ -160,20 +169,28 @@ AETHER_PROP(IndexerCpu, candidate_blocks_agree_with_the_model, "L0", ()) {
 AETHER_PROP(IndexerCpu, prefill_offsets_and_chunks_agree_with_the_model, "L0", ()) {
   const auto rows = *gen::container<V>(gen::inRange<I>(-1, 1 << 20));
   const I offset = *gen::inRange<I>(0, 1 << 20);
-  V out(rows.size(), 3);
-  RC_ASSERT(cpu_indexer().offset(rows, offset, out).ok());
-  RC_ASSERT(out == model::add_prefill_offset(rows, offset));
+  const std::size_t out_len = rows.size() + *gen::element<std::size_t>(0, 0, 0, 1);
+  const V before(out_len, 3);
+  V out = before;
+  const auto offset_want = props::model_into_buffer(
+      Result<V, IndexerError>(model::add_prefill_offset(rows, offset)), out.size(), output_refusal);
+  if (auto d = status_report<I>(offset_want, cpu_indexer().offset(rows, offset, out), before, out,
+                                "cpu offset");
+      !d.empty())
+    RC_FAIL(d);
 
+  // Logits of 4 (fp32), 2 (bf16) or 1 byte (fp8).
   const std::size_t width = *gen::inRange<std::size_t>(0, 300000);
   const std::size_t budget = *gen::inRange<std::size_t>(0, std::size_t(1) << 33);
-  const auto want = model::prefill_chunk_rows(width, budget);
-  const auto got = cpu::prefill_chunk_rows(width, budget);
+  const std::size_t logit = *gen::element<std::size_t>(1, 2, 4);
+  const auto want = model::prefill_chunk_rows(width, budget, logit);
+  const auto got = cpu::prefill_chunk_rows(width, budget, logit);
   RC_ASSERT(want == got);
   if (want) {  // a multiple of 8, within the cap and the budget, and the largest such
     const std::size_t n = want.value();
     RC_ASSERT(n % 8 == 0 && n <= MAX_PREFILL_CHUNK_ROWS);
-    RC_ASSERT(n * width * 4 <= budget || width == 0);
-    RC_ASSERT(n == MAX_PREFILL_CHUNK_ROWS || (n + 8) * width * 4 > budget);
+    RC_ASSERT(n * width * logit <= budget || width == 0);
+    RC_ASSERT(n == MAX_PREFILL_CHUNK_ROWS || (n + 8) * width * logit > budget);
   }
 }
 
@@ -228,48 +245,56 @@ AETHER_PROP(IndexerCpu, a_selection_from_float_scores_is_certified, "L2", ()) {
         RC_ASSERT(exact[std::size_t(i)] >= exact[j] - (bound[std::size_t(i)] + bound[j]));
 }
 
-// One input of a scorer call spoiled (a NaN/inf query, weight or key element, an
-// E4M3 scale NaN/inf/negative, a torn key row), or the output length off by one
-// (out_delta); sometimes nothing, which must be accepted.
+// One to three inputs of a scorer call spoiled at once (a NaN/inf query, weight or
+// key element, an E4M3 scale NaN/inf/negative, a torn key row, a query too many), or
+// the output length off by one (out_delta); sometimes nothing, which must be
+// accepted. Several spoils in one call check that the refusal named is the first in
+// the model's order.
 struct SpoiledCall {
   props::ScoreCall call;
   int out_delta = 0;
 };
 SpoiledCall spoil_one_input(props::ScoreCall c) {
   const std::size_t rows = c.rows(), dim = c.dim, row_bytes = key_row_bytes(c.format, dim);
-  const float bad = *gen::element(NAN, INFINITY, -INFINITY);
   int out_delta = 0;
-  switch (*gen::inRange(0, 6)) {
-    case 0:
-      if (!c.queries.empty()) c.queries[*gen::inRange<std::size_t>(0, c.queries.size())] = bad;
-      break;
-    case 1:
-      if (!c.weights.empty()) c.weights[*gen::inRange<std::size_t>(0, c.weights.size())] = bad;
-      break;
-    case 2:
-      if (rows > 0 && dim > 0) {
-        std::byte* row = c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes;
-        const std::size_t d = *gen::inRange<std::size_t>(0, dim);
-        if (c.format == KeyFormat::F32)
-          std::memcpy(row + 4 * d, &bad, 4);
-        else if (c.format == KeyFormat::BF16)
-          row[2 * d + 1] = std::byte(0x7f), row[2 * d] = std::byte(0x80 | *gen::inRange(0, 128));
-        else
-          row[d] = std::byte(*gen::element<int>(0x7f, 0xff));
-      }
-      break;
-    case 3:
-      if (rows > 0 && c.format == KeyFormat::E4M3) {
-        const float scale = *gen::element(-1.0f, NAN, INFINITY);
-        std::memcpy(c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim,
-                    &scale, 4);
-      }
-      break;
-    case 4:
-      if (!c.key_bytes.empty()) c.key_bytes.pop_back();
-      break;
-    default:
-      out_delta = *gen::arbitrary<bool>() ? -1 : 1;
+  const int spoils = *gen::weightedElement<int>({{3, 1}, {1, 2}, {1, 3}});
+  for (int spoil = 0; spoil < spoils; ++spoil) {
+    const float bad = *gen::element(NAN, INFINITY, -INFINITY);
+    switch (*gen::inRange(0, 7)) {
+      case 0:
+        if (!c.queries.empty()) c.queries[*gen::inRange<std::size_t>(0, c.queries.size())] = bad;
+        break;
+      case 1:
+        if (!c.weights.empty()) c.weights[*gen::inRange<std::size_t>(0, c.weights.size())] = bad;
+        break;
+      case 2:
+        if (rows > 0 && dim > 0) {
+          std::byte* row = c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes;
+          const std::size_t d = *gen::inRange<std::size_t>(0, dim);
+          if (c.format == KeyFormat::F32)
+            std::memcpy(row + 4 * d, &bad, 4);
+          else if (c.format == KeyFormat::BF16)
+            row[2 * d + 1] = std::byte(0x7f), row[2 * d] = std::byte(0x80 | *gen::inRange(0, 128));
+          else
+            row[d] = std::byte(*gen::element<int>(0x7f, 0xff));
+        }
+        break;
+      case 3:
+        if (rows > 0 && c.format == KeyFormat::E4M3) {
+          const float scale = *gen::element(-1.0f, NAN, INFINITY);
+          std::memcpy(c.key_bytes.data() + *gen::inRange<std::size_t>(0, rows) * row_bytes + dim,
+                      &scale, 4);
+        }
+        break;
+      case 4:
+        if (!c.key_bytes.empty()) c.key_bytes.pop_back();
+        break;
+      case 5:
+        c.queries.push_back(0.0f);
+        break;
+      default:
+        out_delta = *gen::arbitrary<bool>() ? -1 : 1;
+    }
   }
   return {c, out_delta};
 }

@@ -158,6 +158,38 @@ TEST_P(Indexer, ties_go_to_the_lower_index_and_signed_zeros_tie) {
   EXPECT_EQ(topk(F(7, 2.5f), 7, {7}, 3), (V{0, 1, 2}));
 }
 
+// Long runs of ties at the cutoff, where a sort that ignores indices (introsort past
+// 16 elements is not stable) or ties broken toward the higher index give another
+// answer: 100 scores of 1, ten 2s at the multiples of 10, three 3s at the end. K 20
+// takes the 3s, the 2s, and the seven 1s of lowest index.
+TEST_P(Indexer, a_long_plateau_at_the_cutoff_keeps_its_lowest_indices) {
+  F scores(100, 1.0f);
+  for (std::size_t i = 0; i < 100; i += 10) scores[i] = 2.0f;
+  scores[97] = scores[98] = scores[99] = 3.0f;
+  EXPECT_EQ(topk(scores, 100, {100}, 20),
+            (V{0, 1, 2, 3, 4, 5, 6, 7, 10, 20, 30, 40, 50, 60, 70, 80, 90, 97, 98, 99}));
+  // Every score equal over two rows of 64: the first K of each row.
+  const V first16{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  V both = first16;
+  both.insert(both.end(), first16.begin(), first16.end());
+  EXPECT_EQ(topk(F(128, -0.5f), 64, {64, 64}, 16), both);
+}
+
+// A partial last block: end 10 with blocks of 4 leaves block 2 = [8, 10). Its score is
+// max(7, 8), not the 100s stored past the end, and its candidates are 8 and 9 only.
+TEST_P(Indexer, a_partial_last_block_holds_only_the_valid_candidates) {
+  const F row{5, 1, 1, 1, 9, 9, 9, 9, 7, 8, 100, 100};
+  F blocks(3, -7);
+  ASSERT_TRUE(backend.block_scores(row, 10, 4, blocks).ok());
+  EXPECT_EQ(blocks, (F{5, 9, 8}));
+  V out(3, 77);
+  ASSERT_TRUE(backend.candidate_topk(row, 10, V{2, 0}, 4, 3, out).ok());
+  EXPECT_EQ(out, (V{0, 8, 9}));
+  V more(7, 77);
+  ASSERT_TRUE(backend.candidate_topk(row, 10, V{2, 0}, 4, 7, more).ok());
+  EXPECT_EQ(more, (V{0, 1, 2, 3, 8, 9, -1}));
+}
+
 TEST_P(Indexer, garbage_past_the_end_is_never_read) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();

@@ -16,16 +16,6 @@ namespace {
 using I = std::int32_t;
 using V = std::vector<I>;
 
-// What a backend writing into a caller buffer of `out_len` must answer where the
-// model (which returns a new vector) answers `want`: the same, or the component's
-// output-length refusal when the model accepts and the buffer has the wrong length.
-template <class T, class E, class Refuse>
-Result<std::vector<T>, E> into_buffer(Result<std::vector<T>, E> want, std::size_t out_len,
-                                      Refuse refuse) {
-  if (want.ok() && want.value().size() != out_len) return refuse(want.value().size(), out_len);
-  return want;
-}
-
 WitnessError witness_output_refusal(std::size_t expected, std::size_t actual) {
   return witness_error::OutputSizeMismatch{expected, actual};
 }
@@ -41,7 +31,7 @@ void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c
     V out = poison;
     const auto impl = backend.apply(c.learned, c.topk, c.context_lens, c.learned_keep,
                                     c.num_segments, c.max_replacements, out);
-    const auto want = into_buffer(
+    const auto want = model_into_buffer(
         model::apply_topology_witnesses(c.learned, c.topk, c.context_lens, c.learned_keep,
                                         c.num_segments, c.max_replacements),
         out.size(), witness_output_refusal);
@@ -73,7 +63,7 @@ void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c
     const V table_poison(width, 0x5a5a5a5a);
     V table = table_poison;
     const auto impl = backend.indices(c.learned, c.topk, c.context_lens, c.num_segments, table);
-    const auto want = into_buffer(
+    const auto want = model_into_buffer(
         model::topology_witness_indices(c.learned, c.topk, c.context_lens, c.num_segments),
         table.size(), witness_output_refusal);
     if (auto d = differential_report<I>(want, impl, table_poison, table, backend.name + " indices");
@@ -87,8 +77,8 @@ void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const Topk
   const V before(c.out_len(), 0x5a5a5a5a);
   V out = before;
   const auto got = topk(c.scores, c.width, c.ends, c.k, std::span<I>(out));
-  auto want = into_buffer(model::valid_prefix_topk(c.scores, c.width, c.ends, c.k), out.size(),
-                          indexer_output_refusal);
+  auto want = model_into_buffer(model::valid_prefix_topk(c.scores, c.width, c.ends, c.k),
+                                out.size(), indexer_output_refusal);
   const bool scores_shape_refused =
       !want.ok() && std::holds_alternative<indexer_error::ShapeMismatch>(want.error());
   if (output_check == OutputCheck::BeforeData && out.size() != c.ends.size() * c.k &&

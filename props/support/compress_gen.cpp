@@ -182,7 +182,7 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
     // one call: malformed requests, non-finite inputs, non-finite old ring entries,
     // and outputs (rows, row indices, positions) of the wrong length. The rest have
     // each fault now and then, alone.
-    const int faults = *gen::inRange(0, 3) == 0 ? *gen::inRange(1, 64) : 0;
+    const int faults = *gen::inRange(0, 3) == 0 ? *gen::inRange(1, 128) : 0;
     const std::size_t bad_request =
         faults & 1 ? *gen::inRange<std::size_t>(0, std::max<std::size_t>(n, 1)) : n;
     std::size_t tokens = 0;
@@ -191,7 +191,7 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
           {{1, gen::just<std::int64_t>(0)}, {9, gen::inRange<std::int64_t>(1, qmax + 1)}});
       CompressRequest q{slots[i], *gen::inRange<std::int64_t>(0, 14), std::int32_t(count)};
       const bool malformed = i == bad_request || (faults & 1 && *gen::inRange(0, 4) == 0);
-      switch (malformed ? *gen::inRange(0, 3) : *gen::inRange(0, 40)) {
+      switch (malformed ? *gen::inRange(0, 5) : *gen::inRange(0, 40)) {
         case 0:
           q.state_slot = std::int32_t(c.shape.state_slots);
           break;
@@ -200,6 +200,13 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
           break;
         case 2:
           q.start = -1;
+          break;
+        case 3:
+          q.tokens = -1;
+          break;
+        case 4:  // positions past INT32_MAX
+          q.start = INT32_MAX;
+          q.tokens = std::max(q.tokens, 1);
           break;
         default:
           break;
@@ -243,6 +250,22 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
                       : std::size_t(std::max<std::int64_t>(
                             1, (q.start + q.tokens) / c.shape.ratio - q.start / c.shape.ratio));
     if (faults & 8 || *gen::inRange(0, 30) == 0) c.rows += *gen::element<std::size_t>(1, 2);
+    if (faults & 64) {  // a bad shape, or a ring buffer of the wrong length
+      switch (*gen::inRange(0, 4)) {
+        case 0:
+          c.shape.ratio = 0;
+          break;
+        case 1:
+          c.shape.dim = 0;
+          break;
+        case 2:
+          c.shape.ring = 0;
+          break;
+        default:
+          if (!c.ring.empty()) c.ring.pop_back();
+          break;
+      }
+    }
     c.index_rows = c.rows + (faults & 16 ? 1 : 0);
     c.position_rows = c.rows + (faults & 32 ? 2 : 0);
     return c;

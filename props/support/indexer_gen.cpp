@@ -24,6 +24,7 @@ void showValue(const TopkCall& c, std::ostream& os) {
 
 void showValue(const CandidateCall& c, std::ostream& os) {
   os << "CandidateCall{end=" << c.end << ", block_size=" << c.block_size << ", k=" << c.k
+     << (c.out_delta ? ", out_delta=" + std::to_string(c.out_delta) : std::string())
      << ", retained=" << show_span(std::span<const I>(c.retained_blocks))
      << ", row=" << show_span(std::span<const float>(c.row), 96) << "}";
 }
@@ -324,12 +325,15 @@ rc::Gen<CandidateCall> gen_candidate_call() {
     std::shuffle(all.begin(), all.end(), rng);
     all.resize(std::uniform_int_distribution<std::size_t>(0, all.size())(rng));
     c.retained_blocks = all;
-    if (*gen::inRange(0, 12) == 0)  // a bad block: past the row, negative or repeated
+    c.k = *gen::inRange<std::size_t>(0, 40);
+    const int faults = *gen::inRange(0, 4) == 0 ? *gen::inRange(1, 16) : 0;
+    if (faults & 1)  // a bad block: past the row, negative or repeated
       c.retained_blocks.push_back(
           *gen::element<I>(I(blocks), -1, c.retained_blocks.empty() ? 0 : c.retained_blocks[0]));
-    if (*gen::inRange(0, 12) == 0 && c.end > 0)  // NaN inside a candidate
+    if (faults & 2 && c.end > 0)  // NaN inside a candidate
       c.row[*gen::inRange<std::size_t>(0, c.end)] = std::numeric_limits<float>::quiet_NaN();
-    c.k = *gen::inRange<std::size_t>(0, 40);
+    if (faults & 4 && c.end > 0) c.row.resize(c.end - 1);  // the end past the row
+    if (faults & 8) c.out_delta = *gen::element<std::ptrdiff_t>(-1, 1, 2);
     return c;
   });
 }

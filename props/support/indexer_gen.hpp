@@ -38,6 +38,11 @@ struct CandidateCall {
   std::vector<std::int32_t> retained_blocks;
   std::size_t block_size = 1;
   std::size_t k = 0;
+  // How much longer (or shorter) than needed each output buffer is: 0 when well formed.
+  std::ptrdiff_t out_delta = 0;
+  std::size_t out_len(std::size_t needed) const {
+    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(needed) + out_delta));
+  }
 };
 void showValue(const CandidateCall& call, std::ostream& os);
 
@@ -88,7 +93,9 @@ rc::Gen<TopkCall> gen_well_formed_topk_call();
 // Well formed more often than not; else one or more of: a bad end, a shape
 // mismatch, NaN/inf inside a valid range, an output of the wrong length.
 rc::Gen<TopkCall> gen_any_topk_call();
-rc::Gen<CandidateCall> gen_candidate_call();  // refusals included now and then
+// Refusals included: in one call in four, one or more of a bad block, NaN inside a
+// candidate, a row shorter than its end, outputs of the wrong length.
+rc::Gen<CandidateCall> gen_candidate_call();
 // Refusals included: bad lanes and geometry now and then, and in one call in four
 // one or more shape faults (a lane or table entry too many or too few, an output
 // of the wrong length) on top.
