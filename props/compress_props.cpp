@@ -241,7 +241,9 @@ AETHER_PROP(CompressCpu, c1_rows_are_the_latents_rounded_to_bf16, "L1", ()) {
   const auto run = props::run_chunks(props::cpu_compress_backend(), {1, dim, 1, 1}, seq, whole);
   RC_ASSERT(run.ok());
   RC_ASSERT(run.value().rows.size() == n);
-  for (const auto& [j, row] : run.value().rows)
+  for (const auto& [j, row] : run.value().rows) {
+    RC_ASSERT(j >= 0 && std::size_t(j) < n);  // the index the backend wrote, before it is used
+    RC_ASSERT(row.size() == dim);
     for (std::size_t d = 0; d < dim; ++d) {
       const float v = seq.projected[std::size_t(j) * 2 * dim + dim + d];
       const std::uint32_t down = std::bit_cast<std::uint32_t>(v) & 0xffff0000u,
@@ -251,6 +253,7 @@ AETHER_PROP(CompressCpu, c1_rows_are_the_latents_rounded_to_bf16, "L1", ()) {
       const std::uint32_t nearest = dl < dh ? down : dh < dl ? up : ((down >> 16) & 1 ? up : down);
       RC_ASSERT(row[d] == std::uint16_t(nearest >> 16));
     }
+  }
 }
 
 void partitions_agree(const props::CompressBackend& backend) {

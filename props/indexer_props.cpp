@@ -239,6 +239,7 @@ AETHER_PROP(IndexerCpu, a_selection_from_float_scores_is_certified, "L2", ()) {
   RC_ASSERT(cpu_indexer().topk(scores, scores.size(), V{I(scores.size())}, k, chosen).ok());
   std::set<I> in(chosen.begin(), chosen.end());
   in.erase(-1);
+  for (I i : in) RC_ASSERT(i >= 0 && std::size_t(i) < scores.size());  // before indexing by it
   for (I i : in)
     for (std::size_t j = 0; j < scores.size(); ++j)
       if (!in.contains(I(j)))
