@@ -12,6 +12,7 @@
 #include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/parallel.hpp"
 #include "model/compress.hpp"
+#include "props/support/compare.hpp"
 #include "props/support/compress_gen.hpp"
 #include "props/support/property.hpp"
 
@@ -178,11 +179,22 @@ bool bf16_within(std::uint16_t y, const Interval& z) {
 void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
   const props::BatchCall c = *props::gen_batch_call(grid);
   const std::size_t D = c.shape.dim;
-  std::vector<float> ring = c.ring;
-  std::vector<std::uint16_t> rows(c.rows * D, 0x5a5a);
-  std::vector<std::int32_t> index(c.index_rows, 0x5a5a5a5a), positions(c.position_rows, 0x5a5a5a5a);
-  const auto got = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
-                                                                 c.shape, rows, index, positions);
+  props::Guarded<float> g_ring(c.ring, 1234.5f);
+  props::Guarded<std::uint16_t> g_rows(std::vector<std::uint16_t>(c.rows * D, 0x5a5a), 0x6b6b);
+  props::Guarded<std::int32_t> g_index(std::vector<std::int32_t>(c.index_rows, 0x5a5a5a5a),
+                                       0x6b6b6b6b),
+      g_positions(std::vector<std::int32_t>(c.position_rows, 0x5a5a5a5a), 0x6b6b6b6b);
+  const auto got = (c.decode ? backend.decode : backend.prefill)(
+      c.requests, c.projected, g_ring.span(), c.shape, g_rows.span(), g_index.span(),
+      g_positions.span());
+  for (const auto& d :
+       {g_ring.overrun(backend.name + " ring"), g_rows.overrun(backend.name + " rows"),
+        g_index.overrun(backend.name + " row_index"),
+        g_positions.overrun(backend.name + " positions")})
+    if (!d.empty()) RC_FAIL(d);
+  const std::vector<float> ring = g_ring.values();
+  const std::vector<std::uint16_t> rows = g_rows.values();
+  const std::vector<std::int32_t> index = g_index.values(), positions = g_positions.values();
   const auto want =
       model::compress_batch(c.requests, c.projected, c.ring, c.shape, c.decode, rows.size(),
                             index.size(), positions.size(), grid ? Gate::Score : Gate::ScoreFp32);

@@ -68,9 +68,11 @@ void agrees_with_the_model(const props::PagingBackend& backend, bool masked = fa
   const props::PagingCall c = *props::gen_paging_call();
   const auto& convert = masked ? backend.masked : backend.slots;
   const V before(c.out_len(), 0x5a5a5a5a);
-  V out = before;
+  props::Guarded<I> guarded(before, 0x6b6b6b6b);
   const auto got = convert(c.rows, c.k, c.valid_counts, c.block_tables, c.blocks_per_request,
-                           c.block_tokens, c.ratio, out);
+                           c.block_tokens, c.ratio, guarded.span());
+  if (auto d = guarded.overrun(backend.name + " slots"); !d.empty()) RC_FAIL(d);
+  const V out = guarded.values();
   auto want = (masked ? model::paged_slots_masked : model::paged_slots)(
       c.rows, c.k, c.valid_counts, c.block_tables, c.blocks_per_request, c.block_tokens, c.ratio);
   // The output's length is a shape: refused after the model's geometry and shape

@@ -28,9 +28,11 @@ IndexerError indexer_output_refusal(std::size_t expected, std::size_t actual) {
 void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c) {
   const V poison(c.out_len(c.learned.size()), 0x5a5a5a5a);
   if (backend.apply) {
-    V out = poison;
+    Guarded<I> guarded(poison, 0x6b6b6b6b);
     const auto impl = backend.apply(c.learned, c.topk, c.context_lens, c.learned_keep,
-                                    c.num_segments, c.max_replacements, out);
+                                    c.num_segments, c.max_replacements, guarded.span());
+    if (auto d = guarded.overrun(backend.name + " apply"); !d.empty()) RC_FAIL(d);
+    const V out = guarded.values();
     const auto want = model_into_buffer(
         model::apply_topology_witnesses(c.learned, c.topk, c.context_lens, c.learned_keep,
                                         c.num_segments, c.max_replacements),
@@ -40,8 +42,10 @@ void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c
       RC_FAIL(d);
   }
   if (backend.scatter) {
-    V buf = c.learned;
-    const auto impl = backend.scatter(buf, c.topk, c.context_lens, c.num_segments);
+    Guarded<I> guarded(c.learned, 0x6b6b6b6b);
+    const auto impl = backend.scatter(guarded.span(), c.topk, c.context_lens, c.num_segments);
+    if (auto d = guarded.overrun(backend.name + " scatter"); !d.empty()) RC_FAIL(d);
+    const V buf = guarded.values();
     V want_buf = c.learned;
     const auto want =
         model::scatter_topology_witnesses(want_buf, c.topk, c.context_lens, c.num_segments);
@@ -61,8 +65,11 @@ void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c
   if (backend.indices) {
     const std::size_t width = c.out_len(c.rows() * c.num_segments);
     const V table_poison(width, 0x5a5a5a5a);
-    V table = table_poison;
-    const auto impl = backend.indices(c.learned, c.topk, c.context_lens, c.num_segments, table);
+    Guarded<I> guarded(table_poison, 0x6b6b6b6b);
+    const auto impl =
+        backend.indices(c.learned, c.topk, c.context_lens, c.num_segments, guarded.span());
+    if (auto d = guarded.overrun(backend.name + " indices"); !d.empty()) RC_FAIL(d);
+    const V table = guarded.values();
     const auto want = model_into_buffer(
         model::topology_witness_indices(c.learned, c.topk, c.context_lens, c.num_segments),
         table.size(), witness_output_refusal);
@@ -75,8 +82,10 @@ void check_witness_agreement(const WitnessBackend& backend, const WitnessCall& c
 void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const TopkCall& c,
                           const std::string& name, OutputCheck output_check) {
   const V before(c.out_len(), 0x5a5a5a5a);
-  V out = before;
-  const auto got = topk(c.scores, c.width, c.ends, c.k, std::span<I>(out));
+  Guarded<I> guarded(before, 0x6b6b6b6b);
+  const auto got = topk(c.scores, c.width, c.ends, c.k, guarded.span());
+  if (auto d = guarded.overrun(name); !d.empty()) RC_FAIL(d);
+  const V out = guarded.values();
   auto want = model_into_buffer(model::valid_prefix_topk(c.scores, c.width, c.ends, c.k),
                                 out.size(), indexer_output_refusal);
   const bool scores_shape_refused =

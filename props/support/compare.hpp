@@ -4,6 +4,7 @@
 // positions. Nothing is ever accepted "mostly": one differing element fails.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <sstream>
@@ -51,6 +52,39 @@ std::string diff_report(std::span<const T> expected, std::span<const T> actual,
   os << "  expected " << show_span(expected) << "\n  actual   " << show_span(actual);
   return os.str();
 }
+
+// A caller buffer with guard elements on both sides, so that a backend writing past
+// its output is reported as a counterexample (`overrun()`) instead of corrupting the
+// property's own memory: `span()` is what the backend gets; `values()` a copy of it.
+template <class T>
+class Guarded {
+ public:
+  static constexpr std::size_t kGuard = 64;
+  Guarded(std::span<const T> contents, T guard)
+      : guard_(guard), all_(contents.size() + 2 * kGuard, guard) {
+    std::copy(contents.begin(), contents.end(), all_.begin() + kGuard);
+  }
+  std::span<T> span() { return std::span<T>(all_).subspan(kGuard, all_.size() - 2 * kGuard); }
+  std::vector<T> values() const {
+    return std::vector<T>(all_.begin() + kGuard, all_.end() - kGuard);
+  }
+  // Empty, or where the backend wrote outside its buffer.
+  std::string overrun(const std::string& what) const {
+    const std::size_t n = all_.size() - 2 * kGuard;
+    for (std::size_t i = 0; i < kGuard; ++i) {
+      if (!(all_[i] == guard_))
+        return what + ": wrote " + std::to_string(kGuard - i) + " elements before its buffer";
+      if (!(all_[kGuard + n + i] == guard_))
+        return what + ": wrote at element " + std::to_string(n + i) + " of a buffer of " +
+               std::to_string(n);
+    }
+    return {};
+  }
+
+ private:
+  T guard_;
+  std::vector<T> all_;
+};
 
 // What a backend writing into a caller buffer of `out_len` elements must answer where
 // the model (which returns a new vector) answers `want`: the same, or the backend's
