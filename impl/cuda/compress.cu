@@ -150,9 +150,9 @@ __device__ inline bool all_finite(const float4& x) {
 
 // Reports every non-finite value among the n floats at `at` (`index`: the code of
 // the first), the warp's lanes loading 16 bytes each where aligned, kLoads loads
-// in flight before any test. Tested one by one, each lane waited out its 32 loads
-// of a 4 KiB position in turn (the report's atomic keeps the compiler from moving
-// a load above the previous test): decode 1024 x 6's check took 21 us, now 13.
+// in flight before any test. Tested one by one, each lane would wait out its 32
+// loads of a 4 KiB position in turn (the report's atomic keeps the compiler from
+// moving a load above the previous test).
 // The prefill rows kernel takes one load (more spill its registers).
 template <unsigned kLoads>
 __device__ inline void check_run(const float* at, std::size_t n, unsigned long long index,

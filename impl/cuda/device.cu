@@ -223,8 +223,8 @@ int make_fan(ScratchRing* ring) {
 
 // `bytes` from `host` into `device` by kernels, the first also setting *reset (if
 // given) to kNoRefusal. With `fan` (a captured call) the pieces after the first go
-// on its fan streams, so the graph runs them side by side (one after another,
-// a 4096-request decode table's five took about 13 us of each replay); `stream`
+// on its fan streams, so the graph runs them side by side (one after another, a
+// 4096-request decode table's five pieces would add up in each replay); `stream`
 // then waits for all of them.
 template <std::size_t Words>
 int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
