@@ -78,7 +78,7 @@ float row_scale(const IndexKeys& keys, const std::byte* row) {
 
 // Whether any key is NaN/inf (or an E4M3 scale NaN/inf/negative), as one branch-free
 // pass the compiler vectorises: the element-by-element scan that names the first
-// one runs only then (it had cost as much time as the scoring itself).
+// one runs only then (on every call it costs as much time as the scoring itself).
 bool any_non_finite_bits(const IndexKeys& keys) {
   std::uint32_t bad = 0;
   if (keys.format == KeyFormat::F32) {

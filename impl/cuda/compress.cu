@@ -68,7 +68,7 @@ struct Geometry {
 // The last request whose `offset` is <= x (requests with nothing at x come first),
 // searched by the whole warp (every lane, the same x): each step its lanes test 32
 // evenly spaced entries of [lo, hi), so n requests take log32 n dependent loads
-// where a binary search took log2 n (a decode of 1024 requests: 2, not 10).
+// where a binary search takes log2 n (a decode of 1024 requests: 2, not 10).
 template <class Offset>
 __device__ std::size_t find_request(const RequestMeta* requests, std::size_t n, std::size_t x,
                                     Offset offset) {

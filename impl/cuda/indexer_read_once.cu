@@ -476,7 +476,7 @@ __global__ void __launch_bounds__(kFinishThreads, 2)
   __syncthreads();
   if (n <= kBitmapBits) {
     // In index order: a bit per index, each thread's 512 bits counted, a scan for
-    // where its indices go, then written (a radix sort of the 2048 indices took
+    // where its indices go, then written (a radix sort of the 2048 indices takes
     // five passes).
     constexpr unsigned kVectors = kBitmapBits / 128 / kFinishThreads;
     for (unsigned v = threadIdx.x; v < kBitmapBits / 128; v += kFinishThreads)
