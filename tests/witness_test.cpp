@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -313,6 +314,14 @@ TEST_P(Witness, coverage_and_recall_match_a_hand_computed_example) {
   // No segments: coverage 1; no mass: recall NaN.
   EXPECT_EQ(model::segment_coverage(noisy, 0, 4), 1.0);
   EXPECT_TRUE(std::isnan(model::attention_mass_recall(noisy, std::vector<double>(8, 0.0))));
+  // A weight that is not finite: NaN, and no value in the exact form.
+  std::vector<double> bad = a;
+  bad[3] = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(std::isnan(model::attention_mass_recall(noisy, bad)));
+  EXPECT_FALSE(model::attention_mass_recall_exact(noisy, bad).has_value());
+  // An empty context has no last row: both nulls select nothing.
+  EXPECT_TRUE(model::random_null(0, 4, 7).empty());
+  EXPECT_TRUE(model::locality_null(0, 4).empty());
 }
 
 // Boundary shapes of the backends' fast paths (not a source example): row widths at
