@@ -5,6 +5,10 @@
 // the times to DIR/aether_times.txt, so that bench/indexer_topk_torch.py times
 // torch.topk on the same data in the same job and prints the ratios. Before
 // timing, the GPU's choices are checked against the CPU backend, lane for lane.
+// `indexer_bench_cuda distributions` times instead the table of score
+// distributions (bench/topk_distributions.cuh) at 16 x 131072, 256 x 262144 and
+// 2048 x 131072, each against the Gaussian of its shape and one read of its scores;
+// the times go to DIR/distribution_times.txt for the torch script.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,12 +20,13 @@
 #include <vector>
 
 #include "bench/cuda_timing.cuh"
+#include "bench/topk_distributions.cuh"
 #include "impl/cpu/indexer.hpp"
 #include "impl/cuda/indexer.hpp"
 
 using namespace aether::bench;
 
-int main() {
+int main(int argc, char** argv) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("indexer_bench_cuda: no CUDA device visible, nothing timed\n");
@@ -30,6 +35,7 @@ int main() {
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   const char* dump = std::getenv("AETHER_TOPK_DUMP");
+  if (argc > 1 && std::string(argv[1]) == "distributions") return time_distributions(prop, dump);
   FILE* times = dump ? std::fopen((std::string(dump) + "/aether_times.txt").c_str(), "w") : nullptr;
   constexpr std::size_t k = 2048;
   bool ok = true;

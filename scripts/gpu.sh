@@ -62,6 +62,8 @@ cat "$out/witness_bench_cuda.log"
 mkdir -p /tmp/aether_topk
 AETHER_TOPK_DUMP=/tmp/aether_topk step indexer_bench_cuda "$build/bench/indexer_bench_cuda"
 cat "$out/indexer_bench_cuda.log"
+AETHER_TOPK_DUMP=/tmp/aether_topk step indexer_topk_distributions "$build/bench/indexer_bench_cuda" distributions
+cat "$out/indexer_topk_distributions.log"
 step indexer_topk_torch python3 bench/indexer_topk_torch.py /tmp/aether_topk
 cat "$out/indexer_topk_torch.log"
 step indexer_scores_bench_cuda "$build/bench/indexer_scores_bench_cuda"
