@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/topk_distributions.hpp"
 #include "impl/cpu/indexer.hpp"
 
 namespace {
@@ -134,6 +135,40 @@ BENCHMARK(BM_topk_vs_sort)
     ->Arg(262144)
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
+
+// 16 rows of 262144 scores from one of bench/topk_distributions.hpp's distributions,
+// timed beside the same call on Gaussian rows (ratio_to_gaussian): the radix
+// selection's cost must not depend on the scores.
+void BM_topk_distribution(benchmark::State& state) {
+  constexpr std::size_t rows = 16, n = 262144, k = 2048;
+  const auto distributions = aether::bench::topk_distributions();
+  const auto& d = distributions[std::size_t(state.range(0))];
+  state.SetLabel(d.name);
+  std::vector<float> scores(rows * n), gaussian(rows * n);
+  std::mt19937 rng(11);
+  for (std::size_t r = 0; r < rows; ++r) d.fill(scores.data() + r * n, n, k, rng);
+  for (std::size_t r = 0; r < rows; ++r) distributions[0].fill(gaussian.data() + r * n, n, k, rng);
+  std::vector<std::int32_t> out(rows * k);
+  const std::vector<std::int32_t> ends(rows, std::int32_t(n));
+  double own = 0, base = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto st = aether::cpu::valid_prefix_topk(scores, n, ends, k, out);
+    const auto t1 = std::chrono::steady_clock::now();
+    auto st_base = aether::cpu::valid_prefix_topk(gaussian, n, ends, k, out);
+    const auto t2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(st);
+    benchmark::DoNotOptimize(st_base);
+    own += std::chrono::duration<double>(t1 - t0).count();
+    base += std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+  state.counters["ratio_to_gaussian"] = own / base;
+}
+BENCHMARK(BM_topk_distribution)
+    ->DenseRange(0, int(aether::bench::topk_distributions().size()) - 1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -6,7 +6,7 @@ many times faster aether's call was: the waiting call (it returns the verdict) a
 the queued call (verdict left on the device, timed like torch.topk). When DIR holds
 distribution_times.txt (`indexer_bench_cuda distributions`), torch.topk is also timed on
 each of those distributions, drawn here on the GPU from the same definitions
-(bench/topk_distributions.cuh). Usage: python3 bench/indexer_topk_torch.py DIR"""
+(bench/topk_distributions.hpp). Usage: python3 bench/indexer_topk_torch.py DIR"""
 import os
 import statistics
 import sys

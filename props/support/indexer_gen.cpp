@@ -190,6 +190,18 @@ std::vector<float> seeded_scores(std::size_t n, int pattern, std::uint32_t seed)
       case 4:
         v[i] = float(n - i);
         break;  // descending
+      case 5:   // offset far from zero: every score shares its exponent and top bits
+        v[i] = 100.0f + float(int(rng() % 2001) - 1000) / 4096;
+        break;
+      case 6:  // around a large negative offset
+        v[i] = -10000.0f + float(int(rng() % 2001) - 1000) / 64;
+        break;
+      case 7:  // a ReLU plateau of exact zeros with few positives (fewer than K of 2048)
+        v[i] = rng() % 512 ? 0.0f : float(1 + rng() % 1000) / 8;
+        break;
+      case 8:  // half the row one value, where a K-th largest tends to fall
+        v[i] = rng() % 2 ? 0.75f : float(int(rng() % 4096)) / 2048 - 0.5f;
+        break;
       default: {
         const float f = std::bit_cast<float>(std::uint32_t(rng()));
         v[i] = std::isfinite(f) ? f : 1.0f;
@@ -204,7 +216,7 @@ rc::Gen<std::vector<float>> gen_scores(std::size_t n) {
   if (n > 600)
     return gen::apply(
         [n](int pattern, std::uint32_t seed) { return seeded_scores(n, pattern, seed); },
-        gen::inRange(0, 6), gen::arbitrary<std::uint32_t>());
+        gen::inRange(0, 10), gen::arbitrary<std::uint32_t>());
   const auto vec = [n](rc::Gen<float> g) { return gen::container<std::vector<float>>(n, g); };
   const auto small_int = gen::map(gen::inRange(-3, 4), [](int x) { return float(x); });
   return gen::weightedOneOf<std::vector<float>>({
@@ -217,6 +229,9 @@ rc::Gen<std::vector<float>> gen_scores(std::size_t n) {
               {{6, gen::just(0.0f)},
                {1, gen::just(-0.0f)},
                {2, gen::map(gen::inRange(1, 100), [](int x) { return float(x) / 8; })}}))},
+      // offset far from zero, and around a large negative offset
+      {1, vec(gen::map(gen::inRange(-1000, 1001), [](int x) { return 100.0f + float(x) / 4096; }))},
+      {1, vec(gen::map(gen::inRange(-1000, 1001), [](int x) { return -1e4f + float(x) / 64; }))},
       // ascending and descending
       {1, gen::just([n] {
          std::vector<float> v(n);

@@ -1,8 +1,10 @@
 // Reusable RapidCheck generators for the indexer's selection path and paged
 // slots. Adversarial by construction: valid lengths at 0, 1, tile edges
 // and up to 131072; all scores equal; many ties at the cutoff; plateaus of exact
-// zeros from the ReLU; ascending rows; NaN, inf and 1e30 past the valid end; K
-// larger than the valid count.
+// zeros from the ReLU (with fewer positives than K in long rows); half a row on one
+// value; scores offset far from zero (+100, -10000: one exponent, shared top bits);
+// ascending and descending rows; NaN, inf and 1e30 past the valid end; K larger
+// than the valid count.
 #pragma once
 
 #include <rapidcheck.h>
@@ -84,7 +86,7 @@ rc::Gen<ScoreCall> gen_float_score_call();
 
 // Valid lengths: mostly small, sometimes 511..1024, 16000 or 131072.
 rc::Gen<std::size_t> gen_valid_length();
-// n finite scores in one of the adversarial patterns.
+// n finite scores in one of the adversarial patterns above.
 rc::Gen<std::vector<float>> gen_scores(std::size_t n);
 // Values for storage past the valid end: NaN, infinities, 1e30, anything.
 rc::Gen<float> gen_garbage();
