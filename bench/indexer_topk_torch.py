@@ -67,17 +67,7 @@ for width in sorted({w for _, w in ours}):
     data = np.fromfile(os.path.join(folder, f"scores_{width}.bin"), dtype=np.float32).reshape(-1, width)
     for rows in sorted(r for r, w in ours if w == width):
         scores = torch.from_numpy(data[:rows]).cuda()
-        for _ in range(3):
-            torch.topk(scores, 2048, dim=1)
-        times = []
-        for _ in range(15):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            torch.topk(scores, 2048, dim=1)
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b))
-        t = statistics.median(times)
+        t = median_ms(lambda: torch.topk(scores, K, dim=1))
         mine, queued = ours[(rows, width)]
         print(f"torch.topk {rows} x {width}, K 2048: {t:.3f} ms (torch {torch.__version__}); "
               f"aether {mine:.3f} ms: {t / mine:.2f}x faster; queued {queued:.3f} ms: {t / queued:.2f}x faster")
