@@ -64,10 +64,13 @@ void select_row(const float* row, std::size_t n, std::size_t k, std::int32_t* ou
   } else if (k > 0) {
     const auto [threshold, above] =
         kth_largest(n, k, [&](std::size_t j) { return order_key(row[j]); });
-    std::size_t ties = k - above;  // equal keys taken lowest index first
+    // Equal keys taken lowest index first. `ties` is tested before the key: once it is
+    // spent the test is always false, where a row half of whose keys equal the
+    // threshold would mispredict the key's test at every other key.
+    std::size_t ties = k - above;
     for (std::size_t j = 0; j < n && written < k; ++j) {
       const std::uint32_t key = order_key(row[j]);
-      if (key > threshold || (key == threshold && ties > 0)) {
+      if (key > threshold || (ties > 0 && key == threshold)) {
         ties -= key == threshold;
         out[written++] = std::int32_t(j);
       }
