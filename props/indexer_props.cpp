@@ -169,7 +169,7 @@ AETHER_PROP(IndexerCpu, candidate_blocks_agree_with_the_model, "L0", ()) {
 AETHER_PROP(IndexerCpu, prefill_offsets_and_chunks_agree_with_the_model, "L0", ()) {
   const auto rows = *gen::container<V>(gen::inRange<I>(-1, 1 << 20));
   const I offset = *gen::inRange<I>(0, 1 << 20);
-  const std::size_t out_len = rows.size() + *gen::element<std::size_t>(0, 0, 0, 1);
+  const std::size_t out_len = props::off_by(rows.size(), *gen::element<std::ptrdiff_t>(0, 0, 0, 1));
   const V before(out_len, 3);
   V out = before;
   const auto offset_want = props::model_into_buffer(
@@ -319,10 +319,6 @@ void refused_like_the_model(const Status<IndexerError>& got,
   }
 }
 
-std::size_t with_delta(std::size_t size, int delta) {
-  return delta < 0 && size == 0 ? 1 : std::size_t(std::int64_t(size) + delta);
-}
-
 #ifdef AETHER_HAVE_CUDA
 // The device takes bf16 queries and bf16/E4M3 keys: a generated call's queries are
 // rounded to bf16 (the model then scores the rounded values) and its fp32 keys
@@ -435,7 +431,8 @@ AETHER_GPU_PROP(IndexerCuda, scores_are_identical_on_every_run, "L3", ()) {
 AETHER_GPU_PROP(IndexerCuda, scorer_refusals_agree_with_the_model, "L0", ()) {
   const SpoiledCall spoiled = spoil_one_input(with_device_keys(*props::gen_grid_score_call()));
   const DeviceScoreCall d = device_call(spoiled.call, *gen::inRange<std::size_t>(1, 4));
-  const std::vector<float> before(with_delta(d.count * d.keys.rows(), spoiled.out_delta), 1234.5f);
+  const std::vector<float> before(props::off_by(d.count * d.keys.rows(), spoiled.out_delta),
+                                  1234.5f);
   std::vector<float> out = before;
   const auto got = props::cuda_index_scores(d.queries, d.weights, d.count, d.keys.keys(), out);
   refused_like_the_model(
@@ -449,7 +446,7 @@ AETHER_GPU_PROP(IndexerCuda, scorer_refusals_agree_with_the_model, "L0", ()) {
 AETHER_PROP(IndexerCpu, scorer_refusals_agree_with_the_model, "L0", ()) {
   const SpoiledCall spoiled = spoil_one_input(*props::gen_grid_score_call());
   const props::ScoreCall& c = spoiled.call;
-  const std::vector<float> before(with_delta(c.rows(), spoiled.out_delta), 1234.5f);
+  const std::vector<float> before(props::off_by(c.rows(), spoiled.out_delta), 1234.5f);
   std::vector<float> out = before;
   const auto got = cpu::index_scores(c.queries, c.weights, c.keys(), out);
   refused_like_the_model(got, model::index_scores(c.queries, c.weights, c.keys()), out, before);

@@ -11,6 +11,7 @@
 #include "props/support/compress_gen.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
+#include "props/support/model_adapter.hpp"
 #include "props/support/property.hpp"
 #include "props/support/witness_backends.hpp"
 #include "props/support/witness_gen.hpp"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/result.hpp"
+#include "props/support/model_adapter.hpp"
 
 namespace aether::props {
 
@@ -85,17 +86,6 @@ class Guarded {
   T guard_;
   std::vector<T> all_;
 };
-
-// What a backend writing into a caller buffer of `out_len` elements must answer where
-// the model (which returns a new vector) answers `want`: the same, or the backend's
-// output-length refusal `refuse(expected, actual)` when the model accepts and the
-// buffer has the wrong length (backends check their output last).
-template <class T, class E, class Refuse>
-Result<std::vector<T>, E> model_into_buffer(Result<std::vector<T>, E> want, std::size_t out_len,
-                                            Refuse refuse) {
-  if (want.ok() && want.value().size() != out_len) return refuse(want.value().size(), out_len);
-  return want;
-}
 
 // Model says value or refusal; the impl must say the same, and on a refusal its
 // output buffer must be bit-identical to what it held before the call.

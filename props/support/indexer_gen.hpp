@@ -9,11 +9,12 @@
 
 #include <rapidcheck.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <vector>
+
+#include "props/support/model_adapter.hpp"
 
 #include "api/indexer.hpp"
 
@@ -27,9 +28,7 @@ struct TopkCall {
   std::size_t k = 0;
   // How much longer (or shorter) than rows * k the output buffer is: 0 when well formed.
   std::ptrdiff_t out_delta = 0;
-  std::size_t out_len() const {
-    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(ends.size() * k) + out_delta));
-  }
+  std::size_t out_len() const { return off_by(ends.size() * k, out_delta); }
 };
 void showValue(const TopkCall& call, std::ostream& os);
 
@@ -42,9 +41,7 @@ struct CandidateCall {
   std::size_t k = 0;
   // How much longer (or shorter) than needed each output buffer is: 0 when well formed.
   std::ptrdiff_t out_delta = 0;
-  std::size_t out_len(std::size_t needed) const {
-    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(needed) + out_delta));
-  }
+  std::size_t out_len(std::size_t needed) const { return off_by(needed, out_delta); }
 };
 void showValue(const CandidateCall& call, std::ostream& os);
 
@@ -58,9 +55,7 @@ struct PagingCall {
   std::int64_t block_tokens = 0, ratio = 1;
   // How much longer (or shorter) than rows the output buffer is: 0 when well formed.
   std::ptrdiff_t out_delta = 0;
-  std::size_t out_len() const {
-    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(rows.size()) + out_delta));
-  }
+  std::size_t out_len() const { return off_by(rows.size(), out_delta); }
 };
 void showValue(const PagingCall& call, std::ostream& os);
 

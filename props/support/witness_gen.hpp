@@ -6,11 +6,12 @@
 
 #include <rapidcheck.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <vector>
+
+#include "props/support/model_adapter.hpp"
 
 namespace aether::props {
 
@@ -28,9 +29,7 @@ struct WitnessCall {
 
   std::size_t rows() const { return context_lens.size(); }
   // The output buffer's length for a call whose output needs `needed` elements.
-  std::size_t out_len(std::size_t needed) const {
-    return std::size_t(std::max<std::ptrdiff_t>(0, std::ptrdiff_t(needed) + out_delta));
-  }
+  std::size_t out_len(std::size_t needed) const { return off_by(needed, out_delta); }
 };
 
 std::ostream& operator<<(std::ostream& os, const WitnessCall& call);
