@@ -14,9 +14,8 @@
 #include <ostream>
 #include <vector>
 
-#include "props/support/model_adapter.hpp"
-
 #include "api/indexer.hpp"
+#include "props/support/model_adapter.hpp"
 
 namespace aether::props {
 
