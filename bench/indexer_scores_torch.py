@@ -2,9 +2,9 @@
 T*H query rows against the L keys, relu, weighted sum over heads (fp32 weights),
 T 64, L 131072, H 64, D 128, timed with CUDA events like the C++ benches (median of
 15 after 3 warm-ups). Usage: python3 bench/indexer_scores_torch.py"""
-import statistics
-
 import torch
+
+from torch_timing import median_ms
 
 T, L, H, D = 64, 131072, 64, 128
 torch.manual_seed(5)
@@ -17,14 +17,4 @@ def scores():
     return (torch.relu(q @ k.t()).view(T, H, L) * w).sum(dim=1)
 
 
-for _ in range(3):
-    scores()
-times = []
-for _ in range(15):
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    scores()
-    b.record()
-    torch.cuda.synchronize()
-    times.append(a.elapsed_time(b))
-print(f"torch scores T {T} L {L} H {H} D {D}: {statistics.median(times):.3f} ms (torch {torch.__version__})")
+print(f"torch scores T {T} L {L} H {H} D {D}: {median_ms(scores):.3f} ms (torch {torch.__version__})")

@@ -8,27 +8,14 @@ distribution_times.txt (`indexer_bench_cuda distributions`), torch.topk is also 
 each of those distributions, drawn here on the GPU from the same definitions
 (bench/topk_distributions.hpp). Usage: python3 bench/indexer_topk_torch.py DIR"""
 import os
-import statistics
 import sys
 
 import numpy as np
 import torch
 
+from torch_timing import median_ms
+
 K = 2048
-
-
-def median_ms(fn):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(15):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def distribution(name, rows, width):
