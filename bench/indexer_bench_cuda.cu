@@ -29,6 +29,33 @@ namespace cuda = aether::cuda;
 namespace cpu = aether::cpu;
 
 namespace {
+// One shape's device buffers: the scores, every row's end at its width, K lanes a
+// row, a verdict and the read's sink; freed with it.
+struct TopkBuffers {
+  float* scores = nullptr;
+  std::int32_t *ends = nullptr, *out = nullptr;
+  int* sink = nullptr;
+  cuda::DeviceVerdict* verdict = nullptr;
+  TopkBuffers(std::size_t rows, std::size_t width, std::size_t k) {
+    check(cudaMalloc(&scores, rows * width * 4), "malloc");
+    check(cudaMalloc(&ends, rows * 4), "malloc");
+    check(cudaMalloc(&out, rows * k * 4), "malloc");
+    check(cudaMalloc(&sink, 4), "malloc");
+    check(cudaMalloc(&verdict, sizeof *verdict), "malloc");
+    const std::vector<std::int32_t> host_ends(rows, std::int32_t(width));
+    check(cudaMemcpy(ends, host_ends.data(), rows * 4, cudaMemcpyHostToDevice), "upload");
+  }
+  TopkBuffers(const TopkBuffers&) = delete;
+  TopkBuffers& operator=(const TopkBuffers&) = delete;
+  ~TopkBuffers() {
+    cudaFree(scores);
+    cudaFree(ends);
+    cudaFree(out);
+    cudaFree(sink);
+    cudaFree(verdict);
+  }
+};
+
 // The distributions' table: per shape and distribution the waiting and queued call, their ratio to
 // the Gaussian of that shape and to one read of the scores, and the rows the
 // one-block fallback took. 0 if every choice matched the CPU backend.
@@ -44,16 +71,11 @@ int time_distributions(const cudaDeviceProp& prop, const char* dump) {
     const std::size_t n = s.rows * s.width;
     std::vector<float> host(n);
     const std::vector<std::int32_t> ends(s.rows, std::int32_t(s.width));
-    float* d_scores;
-    std::int32_t *d_ends, *d_out;
-    int* d_sink;
-    cuda::DeviceVerdict* d_verdict;
-    check(cudaMalloc(&d_scores, n * 4), "malloc");
-    check(cudaMalloc(&d_ends, s.rows * 4), "malloc");
-    check(cudaMalloc(&d_out, s.rows * k * 4), "malloc");
-    check(cudaMalloc(&d_sink, 4), "malloc");
-    check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
-    check(cudaMemcpy(d_ends, ends.data(), s.rows * 4, cudaMemcpyHostToDevice), "upload");
+    const TopkBuffers b(s.rows, s.width, k);
+    float* d_scores = b.scores;
+    std::int32_t *d_ends = b.ends, *d_out = b.out;
+    int* d_sink = b.sink;
+    cuda::DeviceVerdict* d_verdict = b.verdict;
     const cuda::device_span<const float> scores(d_scores, n);
     const cuda::device_span<const std::int32_t> dends(d_ends, s.rows);
     const cuda::device_span<std::int32_t> out(d_out, s.rows * k);
@@ -100,11 +122,6 @@ int time_distributions(const cudaDeviceProp& prop, const char* dump) {
       if (times)
         std::fprintf(times, "%s\t%zu\t%zu\t%.6f\t%.6f\n", d.name, s.rows, s.width, wait, queued);
     }
-    cudaFree(d_scores);
-    cudaFree(d_ends);
-    cudaFree(d_out);
-    cudaFree(d_sink);
-    cudaFree(d_verdict);
   }
   if (times) std::fclose(times);
   std::printf(ok ? "indexer_bench_cuda distributions: GPU choices matched the CPU backend\n"
@@ -138,17 +155,12 @@ int main(int argc, char** argv) {
     std::normal_distribution<float> normal;
     for (float& x : host) x = normal(rng);
     const std::vector<std::int32_t> ends(most, std::int32_t(s.width));
-    float* d_scores;
-    std::int32_t *d_ends, *d_out;
-    int* d_sink;
-    aether::cuda::DeviceVerdict* d_verdict;
-    check(cudaMalloc(&d_verdict, sizeof *d_verdict), "malloc");
-    check(cudaMalloc(&d_scores, n * 4), "malloc");
-    check(cudaMalloc(&d_ends, most * 4), "malloc");
-    check(cudaMalloc(&d_out, most * k * 4), "malloc");
-    check(cudaMalloc(&d_sink, 4), "malloc");
+    const TopkBuffers b(most, s.width, k);
+    float* d_scores = b.scores;
+    std::int32_t *d_ends = b.ends, *d_out = b.out;
+    int* d_sink = b.sink;
+    aether::cuda::DeviceVerdict* d_verdict = b.verdict;
     check(cudaMemcpy(d_scores, host.data(), n * 4, cudaMemcpyHostToDevice), "upload");
-    check(cudaMemcpy(d_ends, ends.data(), most * 4, cudaMemcpyHostToDevice), "upload");
     std::vector<std::int32_t> want(most * k), got(most * k);
     (void)aether::cpu::valid_prefix_topk(host, s.width, ends, k, want);
     for (const std::size_t rows : s.rows) {
@@ -206,11 +218,6 @@ int main(int argc, char** argv) {
       }
       if (f) std::fclose(f);
     }
-    cudaFree(d_scores);
-    cudaFree(d_ends);
-    cudaFree(d_out);
-    cudaFree(d_sink);
-    cudaFree(d_verdict);
   }
   if (times) std::fclose(times);
   std::printf(ok ? "indexer_bench_cuda: GPU choices matched the CPU backend\n"
