@@ -116,9 +116,10 @@ int time_distributions(const cudaDeviceProp& prop, const char* dump) {
       if (gaussian_wait == 0) gaussian_wait = wait, gaussian_queued = queued;
       std::printf(
           "distribution %-22s %4zu x %6zu: waiting %.3f ms (%.2fx gaussian), queued %.3f ms "
-          "(%.2fx gaussian, %.2fx one read of %.3f ms), %lld rows by the one-block method\n",
+          "(%.2fx gaussian, %.2fx one read of %.3f ms), rows from their scores %lld, refined or "
+          "tied %lld\n",
           d.name, s.rows, s.width, wait, wait / gaussian_wait, queued, queued / gaussian_queued,
-          queued / read, read, verdict.detail[0]);
+          queued / read, read, verdict.detail[0], verdict.detail[1]);
       if (times)
         std::fprintf(times, "%s\t%zu\t%zu\t%.6f\t%.6f\n", d.name, s.rows, s.width, wait, queued);
     }
@@ -199,12 +200,11 @@ int main(int argc, char** argv) {
                     }) /
           1000;
       std::printf(
-          "topk rows %zu x %zu, K %zu: %.3f ms, queued %.3f ms, back to back %.3f ms (%lld rows by "
-          "the "
-          "one-block method); read once %.3f ms back to back (%.2f TB/s); topk / read %.2f, queued "
-          "/ read "
-          "%.2f, back to back / read %.2f\n",
-          rows, s.width, k, t_topk, t_queued, t_back_to_back, verdict.detail[0], t_read,
+          "topk rows %zu x %zu, K %zu: %.3f ms, queued %.3f ms, back to back %.3f ms (rows from "
+          "their scores %lld, refined or tied %lld); read once %.3f ms back to back (%.2f TB/s); "
+          "topk / read %.2f, queued / read %.2f, back to back / read %.2f\n",
+          rows, s.width, k, t_topk, t_queued, t_back_to_back, verdict.detail[0], verdict.detail[1],
+          t_read,
           double(rows * s.width) * 4 / t_read / 1e9, t_topk / t_read, t_queued / t_read,
           t_back_to_back / t_read);
       if (times) std::fprintf(times, "%zu %zu %.6f %.6f\n", rows, s.width, t_topk, t_queued);

@@ -100,7 +100,29 @@ AETHER_GPU_PROP(IndexerCuda, queued_topk_agrees_with_the_model, "L0", ()) {
       [](auto&&... args) { return props::cuda_queued_valid_prefix_topk(args...); },
       *props::gen_any_topk_call(), "cuda queued topk", props::OutputCheck::BeforeData);
 }
+
+// Rows the read-once path takes, in every distribution that sends its finish a
+// different way (tagged by the ways the verdict counts).
+AETHER_GPU_PROP(IndexerCuda, wide_topk_agrees_with_the_model, "L0", ()) {
+  const props::TopkCall c = *props::gen_wide_topk_call();
+  props::check_topk_agreement(props::cuda_valid_prefix_topk, c, "cuda topk");
+  props::check_topk_agreement(
+      [](auto&&... args) {
+        props::TopkPaths paths;
+        const auto status = props::cuda_queued_valid_prefix_topk(args..., &paths);
+        if (status.ok()) {
+          RC_TAG(paths.from_scores > 0 ? "some row from its scores" : "no row from its scores");
+          RC_TAG(paths.refined_or_tied > 0 ? "some row refined or tied" : "no row refined or tied");
+        }
+        return status;
+      },
+      c, "cuda queued topk", props::OutputCheck::BeforeData);
+}
 #endif
+
+AETHER_PROP(IndexerCpu, wide_topk_agrees_with_the_model, "L0", ()) {
+  props::check_topk_agreement(cpu_indexer().topk, *props::gen_wide_topk_call(), "cpu topk");
+}
 
 AETHER_PROP(IndexerCpu, the_same_on_every_thread_count_and_run, "L3", ()) {
   props::TopkCall c = *props::gen_well_formed_topk_call();

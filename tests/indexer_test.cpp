@@ -9,6 +9,7 @@
 #include <random>
 
 #include "impl/cpu/indexer.hpp"
+#include "impl/cuda/indexer_read_once.hpp"
 #include "model/indexer.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/property.hpp"
@@ -262,12 +263,13 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
   }
   // Rows of 16384 and more take the read-once path: distinct values, valid ends
   // inside the rows, K above one row's valid count and below twice it, garbage
-  // past the ends, an ascending row, a row of one value (its list overflows: the
-  // one-block kernel takes it), a row whose top 1600 distinct keys share one
-  // digit (the K-th's bucket split by the next bits); rows 16-byte aligned (width
-  // 40000) and not (40001).
+  // past the ends, an ascending row, a row of one value (a plateau: its ties
+  // counted, the first K read again), a row whose top 1600 distinct keys share
+  // one digit (the K-th's bucket split by the next bits), a row whose sampled runs
+  // alone hold a plateau (for K 2048 too short: that row selected from its
+  // scores); rows 16-byte aligned (width 40000) and not (40001).
   for (const std::size_t width : {40000, 40001}) {
-    constexpr std::size_t kRows = 7;
+    constexpr std::size_t kRows = 8;
     F wide(kRows * width);
     std::mt19937 rng(3);
     std::normal_distribution<float> normal;
@@ -275,25 +277,25 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
     for (std::size_t j = 0; j < width; ++j) {
       wide[4 * width + j] = float(j), wide[5 * width + j] = 1.0f;
       wide[6 * width + j] = j % 25 == 0 ? 1.0f + float(j) * 1e-6f : float(j % 1000) / 4000;
+      wide[7 * width + j] =
+          j % cuda::topk::kSampleStride < cuda::topk::kSampledRun ? 5.0f : normal(rng);
     }
     wide[width + 20000] = nan;  // past row 1's end
-    const V wide_ends{
-        std::int32_t(width), 17000, 1500, 3000, std::int32_t(width), std::int32_t(width),
-        std::int32_t(width)};
+    const V wide_ends{std::int32_t(width), 17000, 1500, 3000, std::int32_t(width),
+                      std::int32_t(width), std::int32_t(width), std::int32_t(width)};
     for (std::size_t k : {1, 700, 2048}) {
       V expected(kRows * k);
       ASSERT_TRUE(cpu::valid_prefix_topk(wide, width, wide_ends, k, expected).ok());
       EXPECT_EQ(topk(wide, width, wide_ends, k), expected) << "width " << width << ", k " << k;
-      // queued: the same lanes; the row of one value counted among those the
-      // one-block method finished (its list overflows)
+      // queued: the same lanes, and the rows counted by the way they took
       V queued(kRows * k, 77);
-      long long fallback_rows = -1;
+      props::TopkPaths paths;
       EXPECT_TRUE(
-          props::cuda_queued_valid_prefix_topk(wide, width, wide_ends, k, queued, &fallback_rows)
-              .ok());
+          props::cuda_queued_valid_prefix_topk(wide, width, wide_ends, k, queued, &paths).ok());
       EXPECT_EQ(queued, expected) << "queued, width " << width << ", k " << k;
-      EXPECT_GE(fallback_rows, 1) << "width " << width << ", k " << k;
-      EXPECT_LE(fallback_rows, std::int64_t(kRows));
+      EXPECT_EQ(paths.from_scores, k == 2048 ? 1 : 0) << "width " << width << ", k " << k;
+      EXPECT_GE(paths.refined_or_tied, 1) << "width " << width << ", k " << k;
+      EXPECT_LE(paths.refined_or_tied, std::int64_t(kRows));
     }
     wide[width + 100] = nan;
     V untouched(kRows * 16, 77);

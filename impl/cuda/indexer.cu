@@ -24,7 +24,8 @@ __global__ void __launch_bounds__(kValidateThreads)
              DeviceVerdict* verdict) {
   const std::size_t r = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
   unsigned long long* error = &verdict->refusal;
-  if (blockIdx.x == 0 && threadIdx.x == 0) verdict->detail[0] = 0;  // no read-once rows here
+  if (blockIdx.x == 0 && threadIdx.x == 0)  // no read-once rows here
+    verdict->detail[0] = 0, verdict->detail[1] = 0;
   const std::int32_t end = ends[r];
   if (bad_end(end, width)) {
     if (chunk == 0 && threadIdx.x == 0) atomicMin(error, end_refusal(r, end));

@@ -9,6 +9,15 @@
 
 namespace aether::cuda::topk {
 
+// The path's limits, and the tiles its tests aim at: rows of kWideMinWidth scores
+// and more, K up to kWideMaxK, up to kWideMaxRows rows; gathered in chunks of
+// kWideChunk scores (a plateau's ties are counted per chunk); a list of up to
+// kCandidates keys per row; the sample reads kSampledRun scores at the start of
+// every kSampleStride.
+inline constexpr std::size_t kWideMinWidth = 16384, kWideMaxK = 2048, kWideMaxRows = 2048;
+inline constexpr std::size_t kWideChunk = 8192, kCandidates = 8192;
+inline constexpr std::size_t kSampledRun = 32, kSampleStride = 32 * 32;
+
 // Whether a call of this shape (out already K lanes per row) takes the read-once path.
 bool read_once_fits(std::size_t width, std::size_t k, std::size_t rows);
 

@@ -24,7 +24,7 @@ Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::
 Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                                    std::span<const std::int32_t> ends,
                                                    std::size_t k, std::span<std::int32_t> out,
-                                                   long long* fallback_rows) {
+                                                   TopkPaths* paths) {
   DeviceBuffer<float> d_scores(scores);
   DeviceBuffer<std::int32_t> d_ends(ends), d_out{std::span<const std::int32_t>(out)};
   const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
@@ -34,7 +34,7 @@ Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores
   cuda::DeviceVerdict verdict;
   d_verdict.download({&verdict, 1});
   if (status.ok()) status = cuda::valid_prefix_topk_verdict(verdict, width);
-  if (fallback_rows != nullptr) *fallback_rows = verdict.detail[0];
+  if (paths != nullptr) *paths = TopkPaths{verdict.detail[0], verdict.detail[1]};
   d_out.download(out);
   return status;
 }

@@ -56,12 +56,17 @@ std::vector<IndexerBackend> all_indexer_backends();  // model, then the impls pr
 Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                             std::span<const std::int32_t> ends, std::size_t k,
                                             std::span<std::int32_t> out);
-// The queued form (enqueue_valid_prefix_topk, its verdict read back and described);
-// *fallback_rows: the verdict's count of read-once rows the slower method took.
+// The verdict's counts of read-once rows by the way their finish took (a speed
+// figure): selected from their scores (the list could not say), and refined or
+// finished by their ties (impl/cuda/indexer_read_once_finish.cu).
+struct TopkPaths {
+  long long from_scores = -1, refined_or_tied = -1;
+};
+// The queued form (enqueue_valid_prefix_topk, its verdict read back and described).
 Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                                    std::span<const std::int32_t> ends,
                                                    std::size_t k, std::span<std::int32_t> out,
-                                                   long long* fallback_rows = nullptr);
+                                                   TopkPaths* paths = nullptr);
 
 // The CUDA scorer behind host buffers: queries [T, H, D] as bf16 bits.
 Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,

@@ -8,6 +8,7 @@
 #include <random>
 #include <tuple>
 
+#include "impl/cuda/indexer_read_once.hpp"
 #include "props/support/compare.hpp"
 
 namespace aether::props {
@@ -321,6 +322,93 @@ rc::Gen<TopkCall> gen_any_topk_call() {
     return c;
   });
   return gen::weightedOneOf<TopkCall>({{3, gen_well_formed_topk_call()}, {2, faulty}});
+}
+
+namespace {
+namespace ro = cuda::topk;
+
+// Whether score j of a row falls in a run the read-once sample reads.
+bool sampled(std::size_t j) { return j % ro::kSampleStride < ro::kSampledRun; }
+
+// n scores of a wide row: the long-row patterns, and rows built around K and
+// against the read-once sample (each reaching one way of its finish).
+std::vector<float> wide_scores(std::size_t n, std::size_t k, int pattern, std::uint32_t seed) {
+  if (pattern < 10) return seeded_scores(n, pattern, seed);
+  std::mt19937 rng{seed};
+  std::normal_distribution<float> normal;
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  if (n == 0 || k == 0) return v;
+  const std::size_t kth = std::min(k, n) - 1;
+  switch (pattern) {
+    case 10:  // continuous: the sample's list, ranked by levels
+      break;
+    case 11: {  // half of what lies below the K-th raised to it: a plateau where it falls
+      std::vector<float> sorted = v;
+      std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(kth), sorted.end(),
+                       std::greater<float>());
+      for (float& x : v)
+        if (x < sorted[kth] && rng() % 2) x = sorted[kth];
+      break;
+    }
+    case 12: {  // the top value K - 1, K or K + 1 times, then distinct lower ones
+      for (float& x : v) x = std::min(x, 8.0f);
+      const std::size_t copies = std::min(n, k + rng() % 3 - 1);
+      for (std::size_t i = 0; i < copies; ++i) v[rng() % n] = 9.0f;
+      break;
+    }
+    case 13: {  // a ReLU: exact zeros (either sign) and K - 1 or K / 2 positives at most
+      const std::size_t positives = rng() % 2 ? k - 1 : k / 2;
+      for (float& x : v) x = rng() % 4 ? 0.0f : -0.0f;
+      for (std::size_t i = 0; i < positives; ++i) v[rng() % n] = 1.0f + float(rng() % 4096) / 64;
+      break;
+    }
+    case 14: {  // K best keys sharing their top 13 bits: the K-th's bucket refined
+      for (float& x : v) x = x / 8;
+      for (std::size_t i = 0; i < 2 * k; ++i)
+        v[rng() % n] = 1.0f + float(rng() % 65536) * 0x1p-20f;
+      break;
+    }
+    default: {  // the sample misled: its runs hold a plateau, larger or smaller scores
+      const int kind = int(rng() % 3);
+      for (std::size_t j = 0; j < n; ++j)
+        if (sampled(j)) v[j] = kind == 0 ? 5.0f : kind == 1 ? 10.0f + v[j] : v[j] - 10.0f;
+    }
+  }
+  return v;
+}
+}  // namespace
+
+rc::Gen<TopkCall> gen_wide_topk_call() {
+  return gen::exec([] {
+    TopkCall c;
+    const auto rows = *gen::inRange<std::size_t>(1, 3);
+    c.k = *gen::weightedOneOf<std::size_t>(
+        {{3, gen::just(ro::kWideMaxK)},
+         {2, gen::inRange<std::size_t>(1, ro::kWideMaxK + 1)},
+         {1, gen::element<std::size_t>(1, 2, ro::kWideMaxK - 1)}});
+    c.width = ro::kWideMinWidth +
+              *gen::weightedOneOf<std::size_t>({{3, gen::just<std::size_t>(0)},
+                                                {2, gen::inRange<std::size_t>(1, ro::kWideChunk)},
+                                                {1, gen::just<std::size_t>(ro::kWideChunk + 1)}});
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t end = *gen::weightedOneOf<std::size_t>(
+          {{6, gen::just(c.width)},
+           {2, gen::inRange<std::size_t>(0, c.width + 1)},
+           {1, gen::element<std::size_t>(0, c.k, c.k + 1, 2 * c.k, 2 * c.k + 1)}});
+      auto row = wide_scores(end, c.k, *gen::inRange(0, 16), *gen::arbitrary<std::uint32_t>());
+      row.resize(c.width, 0.0f);
+      for (std::size_t j = end; j < c.width; ++j) row[j] = *gen_garbage();
+      c.scores.insert(c.scores.end(), row.begin(), row.end());
+      c.ends.push_back(I(end));
+    }
+    // now and then a non-finite score inside a valid range: the path's refusal
+    if (*gen::inRange(0, 8) == 0 && c.ends[0] > 0)
+      c.scores[*gen::inRange<std::size_t>(0, std::size_t(c.ends[0]))] =
+          *gen::element(std::numeric_limits<float>::quiet_NaN(),
+                        -std::numeric_limits<float>::infinity());
+    return c;
+  });
 }
 
 rc::Gen<CandidateCall> gen_candidate_call() {

@@ -89,6 +89,14 @@ rc::Gen<TopkCall> gen_well_formed_topk_call();
 // Well formed more often than not; else one or more of: a bad end, a shape
 // mismatch, NaN/inf inside a valid range, an output of the wrong length.
 rc::Gen<TopkCall> gen_any_topk_call();
+// Calls that take the CUDA read-once path (impl/cuda/indexer_read_once.hpp's
+// limits, its chunk and sample strides): 1 or 2 rows of at least kWideMinWidth,
+// K up to kWideMaxK, ends at K, 2K and around; the long-row patterns, plus rows
+// built around K (a plateau where the K-th falls, the top value K - 1 to K + 1
+// times, fewer than K positives over exact zeros, the K best sharing their top
+// bits) and rows the sample misjudges (its runs alone hold a plateau, larger or
+// smaller scores). One call in eight has a non-finite score in row 0.
+rc::Gen<TopkCall> gen_wide_topk_call();
 // Refusals included: in one call in four, one or more of a bad block, NaN inside a
 // candidate, a row shorter than its end, outputs of the wrong length.
 rc::Gen<CandidateCall> gen_candidate_call();
