@@ -9,6 +9,8 @@
 // distributions (bench/topk_distributions.hpp) at 16 x 131072, 256 x 262144 and
 // 2048 x 131072, each against the Gaussian of its shape and one read of its scores;
 // the times go to DIR/distribution_times.txt for the torch script.
+// `indexer_bench_cuda distributions NAME` only checks distribution NAME at each
+// shape, one call each, for a profiler (ncu -k regex:wide_).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -58,8 +60,10 @@ struct TopkBuffers {
 
 // The distributions' table: per shape and distribution the waiting and queued call, their ratio to
 // the Gaussian of that shape and to one read of the scores, and the rows the
-// one-block fallback took. 0 if every choice matched the CPU backend.
-int time_distributions(const cudaDeviceProp& prop, const char* dump) {
+// one-block fallback took. 0 if every choice matched the CPU backend. With `only`
+// (a distribution's name), that distribution at each shape is checked by one call
+// and not timed: three kernel launches per shape for a profiler to look at.
+int time_distributions(const cudaDeviceProp& prop, const char* dump, const char* only) {
   constexpr std::size_t k = 2048;
   struct Shape {
     std::size_t rows, width;
@@ -81,6 +85,7 @@ int time_distributions(const cudaDeviceProp& prop, const char* dump) {
     const cuda::device_span<std::int32_t> out(d_out, s.rows * k);
     float gaussian_wait = 0, gaussian_queued = 0;
     for (const TopkDistribution& d : topk_distributions()) {
+      if (only != nullptr && std::string(only) != d.name) continue;
       std::mt19937 rng(11);
       for (std::size_t r = 0; r < s.rows; ++r) d.fill(host.data() + r * s.width, s.width, k, rng);
       check(cudaMemcpy(d_scores, host.data(), n * 4, cudaMemcpyHostToDevice), "upload");
@@ -93,6 +98,7 @@ int time_distributions(const cudaDeviceProp& prop, const char* dump) {
         std::printf("MISMATCH %s rows=%zu width=%zu\n", d.name, s.rows, s.width);
         ok = false;
       }
+      if (only != nullptr) continue;
       const float wait =
           median_us(
               nullptr, [&] { (void)cuda::valid_prefix_topk(scores, s.width, dends, k, out); }, 1) /
@@ -141,7 +147,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, 0), "properties");
   const char* dump = std::getenv("AETHER_TOPK_DUMP");
-  if (argc > 1 && std::string(argv[1]) == "distributions") return time_distributions(prop, dump);
+  if (argc > 1 && std::string(argv[1]) == "distributions")
+    return time_distributions(prop, dump, argc > 2 ? argv[2] : nullptr);
   FILE* times = dump ? std::fopen((std::string(dump) + "/aether_times.txt").c_str(), "w") : nullptr;
   constexpr std::size_t k = 2048;
   bool ok = true;
@@ -204,8 +211,7 @@ int main(int argc, char** argv) {
           "their scores %lld, refined or tied %lld); read once %.3f ms back to back (%.2f TB/s); "
           "topk / read %.2f, queued / read %.2f, back to back / read %.2f\n",
           rows, s.width, k, t_topk, t_queued, t_back_to_back, verdict.detail[0], verdict.detail[1],
-          t_read,
-          double(rows * s.width) * 4 / t_read / 1e9, t_topk / t_read, t_queued / t_read,
+          t_read, double(rows * s.width) * 4 / t_read / 1e9, t_topk / t_read, t_queued / t_read,
           t_back_to_back / t_read);
       if (times) std::fprintf(times, "%zu %zu %.6f %.6f\n", rows, s.width, t_topk, t_queued);
     }
