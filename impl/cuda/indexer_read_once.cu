@@ -15,13 +15,15 @@ namespace aether::cuda::topk {
 
 namespace {
 // Pass 1 (sample): per row, one block reads one 128-byte line of scores in every
-// kSampleEvery and finds, by three radix passes over those keys (13, 10 and 9
-// bits), the key t such that `target` = 2K/kSampleEvery sampled keys are >= t:
-// about 2K of the row's keys then are (for K 2048 and rows of 262144, 8192 sampled
-// keys: the count is within 4096 +- 9%, far from both K and the list's 8192). When
-// the sampled keys >= t, scaled to the row, would fill more than kListedAtMost of
-// the list (t is a plateau: few distinct values, a ReLU's zeros), the row's keys
-// equal to t are counted per chunk instead of listed.
+// kSampleEvery and finds, by radix passes over those keys, the key t such that
+// `target` = 2K/kSampleEvery sampled keys are >= t: about 2K of the row's keys then
+// are (for K 2048 and rows of 262144, 8192 sampled keys: the count is within 4096
+// +- 9%, far from both K and the list's 8192). The first pass (13 bits) takes for t
+// the lowest key of the bin holding the target when the sampled keys >= it, scaled
+// to the row, fill at most kListedAtMost of the list; else two more (10 and 9
+// bits) find t exactly, and when even then the keys >= t would crowd the list (t
+// is a plateau: few distinct values, a ReLU's zeros), the row's keys equal to t
+// are counted per chunk instead of listed.
 // Pass 2 (gather, the one full read): chunks of kWideChunk scores checked as
 // `validate` does, each key above t (or equal) appended, as (~key, index), to the
 // row's list of up to kCandidates.
@@ -49,29 +51,46 @@ __global__ void __launch_bounds__(kFinishThreads)
   const std::size_t lines = (std::size_t(end) + 31) / 32,
                     sampled_lines = (lines + kSampleEvery - 1) / kSampleEvery;
   const unsigned lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = kFinishThreads / 32;
+  // The first kHeld lines of each warp (every sampled line of a row up to 262144
+  // scores) are read once and held for the three passes; lines past them are
+  // read again in each.
+  constexpr int kHeld = 16;
+  std::uint32_t held[kHeld];
+  unsigned held_mask = 0;
+#pragma unroll
+  for (int i = 0; i < kHeld; ++i) {
+    const std::size_t line = warp + std::size_t(i) * warps, j = line * kSampleStride + lane;
+    const bool inside = line < sampled_lines && j < std::size_t(end);
+    held[i] = inside ? order_key(__ldg(scores + r * width + j)) : 0;
+    held_mask |= unsigned(inside) << i;
+  }
   // hist[(key >> shift) mod 2^bits] counts the sampled keys whose bits under
   // `fixed` equal `prefix`'s.
-  const auto count = [&](std::uint32_t prefix, std::uint32_t fixed, unsigned shift,
-                         unsigned bits) {
+  const auto count = [&](std::uint32_t prefix, std::uint32_t fixed, unsigned shift, unsigned bits) {
     for (unsigned b = threadIdx.x; b < (1u << bits); b += kFinishThreads) hist[b] = 0;
     __syncthreads();
+    const auto add = [&](std::uint32_t key) {
+      if ((key & fixed) == prefix) atomicAdd(&hist[(key >> shift) & ((1u << bits) - 1)], 1u);
+    };
+#pragma unroll
+    for (int i = 0; i < kHeld; ++i)
+      if (held_mask >> i & 1) add(held[i]);
     constexpr int kBatch = 8;  // lines loaded before any is counted
-    for (std::size_t line = warp; line < sampled_lines; line += warps * kBatch) {
+    for (std::size_t line = warp + std::size_t(kHeld) * warps; line < sampled_lines;
+         line += warps * kBatch) {
       float v[kBatch];
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const std::size_t j = (line + std::size_t(i) * warps) * kSampleEvery * 32 + lane;
+        const std::size_t j = (line + std::size_t(i) * warps) * kSampleStride + lane;
         v[i] = line + std::size_t(i) * warps < sampled_lines && j < std::size_t(end)
                    ? __ldg(scores + r * width + j)
                    : 0.0f;
       }
 #pragma unroll
       for (int i = 0; i < kBatch; ++i) {
-        const std::size_t j = (line + std::size_t(i) * warps) * kSampleEvery * 32 + lane;
-        const std::uint32_t key = order_key(v[i]);
-        if (line + std::size_t(i) * warps < sampled_lines && j < std::size_t(end) &&
-            (key & fixed) == prefix)
-          atomicAdd(&hist[(key >> shift) & ((1u << bits) - 1)], 1u);
+        const std::size_t j = (line + std::size_t(i) * warps) * kSampleStride + lane;
+        if (line + std::size_t(i) * warps < sampled_lines && j < std::size_t(end))
+          add(order_key(v[i]));
       }
     }
     __syncthreads();
@@ -81,10 +100,18 @@ __global__ void __launch_bounds__(kFinishThreads)
                     last_size = std::size_t(end) - last;
   const std::size_t sampled = (sampled_lines - 1) * 32 + (last_size < 32 ? last_size : 32);
   const unsigned target = unsigned((2 * k * sampled + std::size_t(end) - 1) / std::size_t(end));
+  // Whether the sampled keys >= prefix (target - rank above the bin it ends in,
+  // in_bin in it), scaled to the row, would crowd the list.
+  const auto crowded = [&](unsigned rank, unsigned in_bin) {
+    return std::size_t(target - rank + in_bin) * std::size_t(end) >
+           std::size_t(kListedAtMost) * sampled;
+  };
   constexpr unsigned kShifts[3] = {kDigitShift, 9, 0}, kBits[3] = {kDigitBits, 10, 9};
   std::uint32_t prefix = 0, fixed = 0;
   unsigned rank = target, in_bin = 0;
-  for (int p = 0; p < 3; ++p) {
+  // The digit alone when its whole bin fits the list (a smooth row: one pass);
+  // else the key, down to its last bit.
+  for (int p = 0; p < 3 && (p == 0 || crowded(rank, in_bin)); ++p) {
     count(prefix, fixed, kShifts[p], kBits[p]);
     unsigned above;
     const unsigned bin = bin_of_rank<kFinishThreads>(hist, 1u << kBits[p], rank, &above);
@@ -93,9 +120,7 @@ __global__ void __launch_bounds__(kFinishThreads)
     fixed |= ((1u << kBits[p]) - 1) << kShifts[p];
     rank -= above;
   }
-  // sampled keys >= prefix: target - rank above it, in_bin equal to it
-  const bool ties = std::size_t(target - rank + in_bin) * std::size_t(end) >
-                    std::size_t(kListedAtMost) * sampled;
+  const bool ties = fixed == 0xffffffffu && crowded(rank, in_bin);
   if (ties) {
     const std::size_t used = (std::size_t(end) + kWideChunk - 1) / kWideChunk;
     for (std::size_t c = threadIdx.x; c < used; c += kFinishThreads) chunk_ties[r * chunks + c] = 0;
@@ -117,8 +142,8 @@ __device__ __forceinline__ unsigned wide_index(unsigned first, int i, int c) {
 // bound per score; otherwise lanes past the end (+0) are neither.
 template <bool Vector, bool Full, bool Ties>
 __device__ __forceinline__ void classify(const std::uint32_t (&bits)[kWidePerThread],
-                                         unsigned first, unsigned end, float listed_from,
-                                         float tie, unsigned* found_mask, unsigned* tie_mask,
+                                         unsigned first, unsigned end, float listed_from, float tie,
+                                         unsigned* found_mask, unsigned* tie_mask,
                                          unsigned* exponent_max) {
 #pragma unroll
   for (int i = 0; i < kWidePerThread; ++i) {
@@ -180,28 +205,30 @@ __device__ __forceinline__ void gather_chunk(const std::uint32_t (&bits)[kWidePe
     const unsigned tied = __reduce_add_sync(0xffffffffu, unsigned(__popc(tie_mask)));
     if (lane == 0 && tied != 0) atomicAdd(&chunk_ties[r * chunks + first / kWideChunk], tied);
   }
-  unsigned at = found;  // inclusive sum over the warp's lanes
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const unsigned x = __shfl_up_sync(0xffffffffu, at, d);
-    if (lane >= unsigned(d)) at += x;
-  }
-  const unsigned total = __shfl_sync(0xffffffffu, at, 31);
+  const unsigned total = __reduce_add_sync(0xffffffffu, found);
   if (total == 0) return;
-  unsigned base = 0;
-  if (lane == 31) base = atomicAdd(&rows[r].candidates, total);
-  at = __shfl_sync(0xffffffffu, base, 31) + at - found;
+  unsigned at = 0;
+  if (lane == 0) at = atomicAdd(&rows[r].candidates, total);
+  at = __shfl_sync(0xffffffffu, at, 0);
   unsigned long long* list = candidates + r * kCandidates;
   // Half a find per thread on average: each is read again rather than every
-  // score paying a test in an unrolled loop over the registers.
-  while (found_mask) {
-    const int i = __ffs(found_mask) - 1;
-    found_mask &= found_mask - 1;
-    const unsigned j = wide_index<Vector>(first, i / 4, i % 4);
-    // ascending order of (~key, index): key descending, then index ascending
-    const std::uint32_t key = key_at(j);
-    if (at < kCandidates) list[at] = (static_cast<unsigned long long>(~key) << 32) | j;
-    ++at;
+  // score paying a test in an unrolled loop over the registers. The lanes take
+  // turns, one find each per round at consecutive places, so that a warp's
+  // stores land together (a lane's finds one after another would put a warp's
+  // stores 32 lines apart: sorted rows find a whole chunk's top half).
+  const unsigned below = (1u << lane) - 1;
+  for (unsigned pending = __ballot_sync(0xffffffffu, found_mask != 0); pending != 0;
+       pending = __ballot_sync(0xffffffffu, found_mask != 0)) {
+    if (found_mask != 0) {
+      const int i = __ffs(found_mask) - 1;
+      found_mask &= found_mask - 1;
+      const unsigned j = wide_index<Vector>(first, i / 4, i % 4),
+                     place = at + __popc(pending & below);
+      // ascending order of (~key, index): key descending, then index ascending
+      if (place < kCandidates)
+        list[place] = (static_cast<unsigned long long>(~key_at(j)) << 32) | j;
+    }
+    at += __popc(pending);
   }
 }
 
@@ -236,6 +263,9 @@ __global__ void __launch_bounds__(kWideThreads, 2)
 // 16-byte aligned rows: a persistent grid, each block streaming its chunks
 // (blockIdx.x, + gridDim.x, ...) through kStreamStages shared buffers filled by
 // the bulk copy engine, kStreamStages - 1 copies in flight while it works on one.
+// Chunk q is chunk q / rows of row q mod rows: a block's chunks sit at different
+// places in their rows, so a row's costly chunks (a sorted row finds all its
+// keys in one) are spread over the grid, not dealt to the same few blocks.
 // Only the valid part of a chunk is copied (rounded up to 4 scores, inside the
 // row as the row's width is a multiple of 4).
 constexpr unsigned kStreamStages = 3;
@@ -244,7 +274,8 @@ __global__ void __launch_bounds__(kWideThreads, 2)
     wide_gather_streamed(const float* scores, std::size_t width, const std::int32_t* ends,
                          std::size_t k, WideRow* rows, unsigned long long* candidates,
                          unsigned* chunk_ties, unsigned long long* error, unsigned chunks,
-                         unsigned total) {
+                         unsigned row_count) {
+  const unsigned total = chunks * row_count;
   extern __shared__ uint4 staged[];  // kStreamStages chunks
   __shared__ unsigned long long landed[kStreamStages];
   // Thread 0 starts the copy of this block's n-th chunk into stage n mod
@@ -253,8 +284,8 @@ __global__ void __launch_bounds__(kWideThreads, 2)
     const unsigned q = blockIdx.x + n * gridDim.x;
     if (q >= total) return;
     unsigned long long* barrier = &landed[n % kStreamStages];
-    const std::size_t r = q / chunks;
-    const unsigned first = (q % chunks) * unsigned(kWideChunk);
+    const std::size_t r = q % row_count;
+    const unsigned first = (q / row_count) * unsigned(kWideChunk);
     const std::int32_t end = ends[r];
     if (bad_end(end, width) || first >= unsigned(end)) return bulk::arrive(barrier);
     const unsigned count = min(unsigned(kWideChunk), (unsigned(end) - first + 3) / 4 * 4);
@@ -271,8 +302,8 @@ __global__ void __launch_bounds__(kWideThreads, 2)
   for (unsigned n = 0; blockIdx.x + n * gridDim.x < total; ++n) {
     const unsigned q = blockIdx.x + n * gridDim.x;
     bulk::wait(&landed[n % kStreamStages], (n / kStreamStages) & 1);
-    const std::size_t r = q / chunks;
-    const unsigned first = (q % chunks) * unsigned(kWideChunk);
+    const std::size_t r = q % row_count;
+    const unsigned first = (q / row_count) * unsigned(kWideChunk);
     const std::int32_t end_value = ends[r];
     const uint4* chunk = staged + std::size_t(n % kStreamStages) * (kWideChunk / 4);
     if (bad_end(end_value, width)) {
@@ -328,7 +359,7 @@ int launch_read_once(const float* scores, std::size_t width, const std::int32_t*
     const unsigned total = chunks * unsigned(rows);
     overlapped(wide_gather_streamed, dim3(unsigned(std::min<std::size_t>(total, streamers))),
                kWideThreads, kStreamBytes, stream, scores, width, ends, k, info, candidates,
-               chunk_ties, &verdict->refusal, chunks, total);
+               chunk_ties, &verdict->refusal, chunks, unsigned(rows));
   } else {
     overlapped(wide_gather, dim3(chunks, unsigned(rows)), kWideThreads, 0, stream, scores, width,
                ends, k, info, candidates, chunk_ties, &verdict->refusal);

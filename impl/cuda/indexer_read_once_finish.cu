@@ -54,7 +54,10 @@ struct FinishShared {
       Storage storage;
       Lists lists;
     } ranking;
-    uint4 bitmap[kBitmapBits / 128];
+    struct {
+      uint4 bitmap[kBitmapBits / 128];
+      unsigned group_first[kFinishThreads];  // the bitmap's groups' first places
+    };
   };
   typename OrderScan::TempStorage order_scan;
   std::uint32_t chosen[kWideMaxK];
@@ -192,8 +195,8 @@ __device__ __forceinline__ bool select_by_levels(FinishShared& sh, const unsigne
 // bin holding it is taken whole: at most six passes over the list, whatever the
 // keys (equal keys are told apart by the index's digits).
 __device__ __forceinline__ void select_by_refinement(FinishShared& sh,
-                                                     const unsigned long long* list,
-                                                     unsigned count, unsigned wanted) {
+                                                     const unsigned long long* list, unsigned count,
+                                                     unsigned wanted) {
   unsigned* hist = sh.ranking.lists.hist;
   unsigned long long prefix = 0, fixed = 0;  // ~item's digits chosen so far, their mask
   unsigned rank = wanted;                    // its rank among the items sharing them
@@ -228,10 +231,9 @@ __device__ __forceinline__ void select_by_refinement(FinishShared& sh,
 // index order, whose score is the tie key's, reading again only the chunks whose
 // count (ties_of_chunk) is not zero, up to the one that completes them. False (in
 // every thread) when the row holds fewer.
-__device__ __forceinline__ bool take_first_ties(FinishShared& sh, const float* row,
-                                                std::size_t n, std::uint32_t tie,
-                                                const unsigned* ties_of_chunk, unsigned wanted,
-                                                unsigned at) {
+__device__ __forceinline__ bool take_first_ties(FinishShared& sh, const float* row, std::size_t n,
+                                                std::uint32_t tie, const unsigned* ties_of_chunk,
+                                                unsigned wanted, unsigned at) {
   const std::size_t used = (n + kWideChunk - 1) / kWideChunk;
   unsigned mine = 0;
   for (std::size_t c = threadIdx.x; c < used; c += kFinishThreads) mine += ties_of_chunk[c];
@@ -265,9 +267,11 @@ __device__ __forceinline__ bool take_first_ties(FinishShared& sh, const float* r
 __device__ __forceinline__ void write_in_index_order(FinishShared& sh, std::size_t n, unsigned k,
                                                      int index_bits, std::int32_t* lanes) {
   if (n <= kBitmapBits) {
-    // A bit per index, each thread's 512 bits counted, a scan for where its indices
-    // go, then written (a radix sort of the 2048 indices takes five passes).
-    constexpr unsigned kVectors = kBitmapBits / 128 / kFinishThreads;
+    // A bit per index; each thread counts a group of kGroupWords words, a scan
+    // gives each group's first place, and each chosen index goes to its group's
+    // place plus the bits before it in the group: every thread writes K / 512
+    // lanes, however the choice crowds (a sorted row's fills four groups).
+    constexpr unsigned kGroupWords = kBitmapBits / 32 / kFinishThreads;
     for (unsigned v = threadIdx.x; v < kBitmapBits / 128; v += kFinishThreads)
       sh.bitmap[v] = uint4{0, 0, 0, 0};
     __syncthreads();
@@ -275,23 +279,19 @@ __device__ __forceinline__ void write_in_index_order(FinishShared& sh, std::size
     for (unsigned c = threadIdx.x; c < k; c += kFinishThreads)
       atomicOr(&bits[sh.chosen[c] / 32], 1u << (sh.chosen[c] % 32));
     __syncthreads();
-    uint4 mine[kVectors];
     unsigned count = 0;
 #pragma unroll
-    for (unsigned v = 0; v < kVectors; ++v) {
-      mine[v] = sh.bitmap[threadIdx.x * kVectors + v];
-      count += __popc(mine[v].x) + __popc(mine[v].y) + __popc(mine[v].z) + __popc(mine[v].w);
+    for (unsigned v = 0; v < kGroupWords / 4; ++v) {
+      const uint4 words = sh.bitmap[threadIdx.x * (kGroupWords / 4) + v];
+      count += __popc(words.x) + __popc(words.y) + __popc(words.z) + __popc(words.w);
     }
-    unsigned at;
-    OrderScan(sh.order_scan).ExclusiveSum(count, at);
-#pragma unroll
-    for (unsigned v = 0; v < kVectors; ++v) {
-      const unsigned words[4] = {mine[v].x, mine[v].y, mine[v].z, mine[v].w};
-#pragma unroll
-      for (unsigned w = 0; w < 4; ++w)
-        for (unsigned b = words[w]; b != 0; b &= b - 1)
-          lanes[at++] =
-              std::int32_t(((threadIdx.x * kVectors + v) * 4 + w) * 32 + unsigned(__ffs(b) - 1));
+    OrderScan(sh.order_scan).ExclusiveSum(count, sh.group_first[threadIdx.x]);
+    __syncthreads();
+    for (unsigned c = threadIdx.x; c < k; c += kFinishThreads) {
+      const unsigned x = sh.chosen[c], word = x / 32, group = word / kGroupWords;
+      unsigned place = sh.group_first[group] + __popc(bits[word] & ((1u << (x % 32)) - 1));
+      for (unsigned w = group * kGroupWords; w < word; ++w) place += __popc(bits[w]);
+      lanes[place] = std::int32_t(x);
     }
     return;
   }
@@ -313,8 +313,8 @@ __device__ __forceinline__ void write_in_index_order(FinishShared& sh, std::size
 __global__ void __launch_bounds__(kFinishThreads, 2)
     wide_finish(const float* scores, std::size_t width, const std::int32_t* ends, std::size_t k,
                 const WideRow* rows, const unsigned long long* candidates,
-                const unsigned* chunk_ties, unsigned chunks, int index_bits,
-                DeviceVerdict* verdict, std::int32_t* out) {
+                const unsigned* chunk_ties, unsigned chunks, int index_bits, DeviceVerdict* verdict,
+                std::int32_t* out) {
   __shared__ FinishShared sh;
   wait_for_previous_kernel();
   if (verdict->refusal != kNoRefusal) return;

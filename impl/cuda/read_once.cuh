@@ -39,7 +39,7 @@ struct WideRow {
 // finite one (-inf and NaN patterns), so `score >= key_float(key)` is
 // `order_key(score) >= key` for every finite score.
 __device__ __forceinline__ float key_float(std::uint32_t key) {
-  return key & 0x80000000u ? __uint_as_float(key & 0x7fffffffu)
+  return key & 0x80000000u   ? __uint_as_float(key & 0x7fffffffu)
          : key < 0x00800000u ? -INFINITY
                              : __uint_as_float(~key);
 }
