@@ -190,7 +190,7 @@ __device__ __forceinline__ bool select_by_levels(FinishShared& sh, const unsigne
 // By refinement: the `wanted` smallest of list[0, count) (distinct: the indices
 // differ), i.e. the best keys, lower index first among equal ones, into
 // chosen[0, wanted). Radix select of the wanted-th smallest on 11-bit digits of
-// the item from the top (of ~item, so that the highest bin is the best), each pass
+// the item's merit from the top (the highest bin is the best), each pass
 // counting only the items that share the digits chosen so far, stopping where the
 // bin holding it is taken whole: at most six passes over the list, whatever the
 // keys (equal keys are told apart by the index's digits).
@@ -198,15 +198,17 @@ __device__ __forceinline__ void select_by_refinement(FinishShared& sh,
                                                      const unsigned long long* list, unsigned count,
                                                      unsigned wanted) {
   unsigned* hist = sh.ranking.lists.hist;
-  unsigned long long prefix = 0, fixed = 0;  // ~item's digits chosen so far, their mask
+  // ~item: the key, then the index's complement; the larger, the better
+  const auto merit = [](unsigned long long item) { return ~item; };
+  unsigned long long prefix = 0, fixed = 0;  // merit's digits chosen so far, their mask
   unsigned rank = wanted;                    // its rank among the items sharing them
   for (unsigned shift = 53;; shift = shift > 11 ? shift - 11 : 0) {
     const unsigned digits = (shift == 0 ? 1u << 9 : 1u << 11) - 1;
     for (unsigned b = threadIdx.x; b < kLevels; b += kFinishThreads) hist[b] = 0;
     __syncthreads();
     for_each_batch(list, count, [&](unsigned long long item, bool valid) {
-      const bool sharing = valid && (~item & fixed) == prefix;
-      count_by_warp(hist, sharing, unsigned(~item >> shift) & digits);
+      const bool sharing = valid && (merit(item) & fixed) == prefix;
+      count_by_warp(hist, sharing, unsigned(merit(item) >> shift) & digits);
     });
     __syncthreads();
     unsigned above;
@@ -222,7 +224,7 @@ __device__ __forceinline__ void select_by_refinement(FinishShared& sh,
   __syncthreads();
   // chosen: the items whose chosen digits are at or above the wanted one's
   for_each_batch(list, count, [&](unsigned long long item, bool valid) {
-    warp_append(valid && (~item & fixed) >= prefix, &sh.definite_count,
+    warp_append(valid && (merit(item) & fixed) >= prefix, &sh.definite_count,
                 [&](unsigned at) { sh.chosen[at] = std::uint32_t(item); });
   });
 }
