@@ -3,6 +3,8 @@
 # memcheck and racecheck on the CUDA suites, then the GPU benchmarks. Uses an
 # existing build (default: build/default, built on the CPU machine with nvcc,
 # sm_90 + PTX, static cudart). Logs go to $OUT when set. Exits non-zero on any failure.
+# AETHER_GPU_STEPS picks among "suites bench mutants" (default: all three), so that
+# a run fits one command's time on the GPU machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
@@ -37,7 +39,11 @@ sanitize() {  # sanitize TOOL NAME BINARY ARGS...
   step "$name" compute-sanitizer --tool "$tool" --error-exitcode 1 "$@"
 }
 
+steps=" ${AETHER_GPU_STEPS:-suites bench mutants} "
+want() { [[ $steps == *" $1 "* ]]; }
+
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
+if want suites; then
 for c in witness indexer paging compress; do
   step ${c}_test "$build/tests/${c}_test" || failed_tests+="$c "
 done
@@ -57,6 +63,8 @@ checked indexer sanitize racecheck racecheck_indexer_test "$build/tests/indexer_
 checked witness sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
 checked witness sanitize racecheck racecheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
 RC_PARAMS=max_success=500 checked witness sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
+fi
+if want bench; then
 step witness_bench_cuda "$build/bench/witness_bench_cuda"
 cat "$out/witness_bench_cuda.log"
 mkdir -p /tmp/aether_topk
@@ -74,15 +82,22 @@ step paging_bench_cuda "$build/bench/paging_bench_cuda"
 cat "$out/paging_bench_cuda.log"
 step compress_bench_cuda "$build/bench/compress_bench_cuda"
 cat "$out/compress_bench_cuda.log"
+fi
 # Mutants staged by `AETHER_MUTANT_STAGE=BUILD/mutants scripts/mutants.sh`: each must
 # fail its CUDA tests or properties (few cases, a time limit: a wrong kernel can make
 # shrinking slow). A crash (a kernel reading far out of bounds) kills it too.
 for m in "$build"/mutants/*/; do
-  [ -d "$m" ] || continue
+  [ -d "$m" ] && want mutants || continue
   name=$(basename "$m")
-  RC_PARAMS=max_success=300 timeout 60 "$m"/*_props --gtest_brief=1 --gtest_filter='*Cuda.*' >"$out/mutant-$name.log" 2>&1
+  suites=/tmp/aether_mutants/$name  # unpacked from gpu_bundle.sh's .xz files
+  mkdir -p "$suites"
+  for f in "$m"*; do
+    if [[ $f == *.xz ]]; then xz -dc "$f" >"$suites/$(basename "${f%.xz}")"; else cp "$f" "$suites/"; fi
+  done
+  chmod +x "$suites"/*
+  RC_PARAMS=max_success=300 timeout 60 "$suites"/*_props --gtest_brief=1 --gtest_filter='*Cuda.*' >"$out/mutant-$name.log" 2>&1
   rc_props=$?
-  timeout 60 "$m"/*_test --gtest_brief=1 --gtest_filter='*Cuda.*:*/cuda*' >>"$out/mutant-$name.log" 2>&1
+  timeout 60 "$suites"/*_test --gtest_brief=1 --gtest_filter='*Cuda.*:*/cuda*' >>"$out/mutant-$name.log" 2>&1
   rc_test=$?
   failed=$(grep -c '^\[  FAILED  \] [A-Z].*(' "$out/mutant-$name.log")
   if [ "$failed" -gt 0 ] || [ $rc_props -ne 0 ] || [ $rc_test -ne 0 ]; then

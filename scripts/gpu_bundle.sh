@@ -2,7 +2,7 @@
 # Gathers what scripts/gpu.sh runs on the GPU machine (which has no compiler and
 # takes at most 64 MiB of carried files) from a build made here: the CUDA test,
 # property and benchmark binaries, stripped, in the build folder's layout, and
-# any staged mutants. Usage: scripts/gpu_bundle.sh [BUILD] [BUNDLE]
+# any staged mutants (compressed). Usage: scripts/gpu_bundle.sh [BUILD] [BUNDLE]
 # (default build/default -> build/gpu); then run `scripts/gpu.sh BUNDLE` there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,5 +14,14 @@ for c in witness indexer paging compress; do
   strip -o "$bundle/props/${c}_props" "$build/props/${c}_props"
 done
 for b in "$build"/bench/*_cuda; do strip -o "$bundle/bench/$(basename "$b")" "$b"; done
-[ ! -d "$build/mutants" ] || cp -r "$build/mutants" "$bundle/"
+# Mutants' suites stripped and xz-compressed (two suites each, thirteen mutants
+# would pass the carry limit as they are); gpu.sh unpacks them.
+for m in "$build"/mutants/*/; do
+  [ -d "$m" ] || continue
+  mkdir -p "$bundle/mutants/$(basename "$m")"
+  for f in "$m"*; do
+    strip -o "$bundle/mutants/$(basename "$m")/$(basename "$f")" "$f"
+    xz -T2 -6 "$bundle/mutants/$(basename "$m")/$(basename "$f")"
+  done
+done
 du -sh "$bundle"

@@ -99,7 +99,10 @@ mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
 # threshold moves to the largest key below the needed ones, the output does not.)
 mutant indexer cpu-ties-to-higher-index impl/cpu/indexer.cpp \
   's|for (std::size_t j = 0; j < n \&\& written < k; ++j) {|for (std::size_t jj = n; jj-- > 0 \&\& written < k;) { const std::size_t j = jj;|'
-mutant indexer cpu-signed-zeros-differ impl/cpu/indexer.cpp 's|  if (bits == 0x80000000u) bits = 0;||'
+mutant indexer cpu-signed-zeros-differ impl/cpu/indexer.cpp \
+  's|  return key + (key == 0x7fffffffu);  // -0.s key, one below +0.s|  return key;|'
+mutant indexer cpu-kept-keys-from-higher-digits impl/cpu/indexer.cpp \
+  's|      left += digit(key) == d;|      left += digit(key) >= d;|'
 mutant indexer cpu-reads-past-end impl/cpu/indexer.cpp \
   's|select_row(scores.data() + r \* width, std::size_t(ends\[r\]), k|select_row(scores.data() + r * width, std::min(width, std::size_t(ends[r]) + 1), k|'
 mutant indexer cpu-tie-quota-ignored impl/cpu/indexer.cpp 's|        ties -= key == threshold;||'
@@ -271,8 +274,8 @@ cuda_mutant indexer cuda-plateau-ties-taken-after-the-first-chunk impl/cuda/inde
   's|  for (std::size_t c = 0; c < used \&\& taken < wanted; ++c) {|  for (std::size_t c = used > 1; c < used \&\& taken < wanted; ++c) {|'
 cuda_mutant indexer cuda-overflowing-list-dropped impl/cuda/indexer_read_once_finish.cu \
   's|  const unsigned count = row.candidates;|  const unsigned count = min(row.candidates, unsigned(kCandidates));|'
-cuda_mutant indexer cuda-threshold-key-not-listed impl/cuda/indexer_read_once.cu \
-  's|key_float(threshold + unsigned(ties))|key_float(threshold + 1)|'
+cuda_mutant indexer cuda-refined-bin-of-the-kth-dropped impl/cuda/indexer_read_once_finish.cu \
+  's|    warp_append(valid \&\& (merit(item) \& fixed) >= prefix,|    warp_append(valid \&\& (merit(item) \& fixed) > prefix,|'
 cuda_mutant indexer cuda-list-round-place-off impl/cuda/indexer_read_once.cu \
   's|  const unsigned below = (1u << lane) - 1;|  const unsigned below = (2u << lane) - 1;|'
 cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \

@@ -267,9 +267,11 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
   // counted, the first K read again), a row whose top 1600 distinct keys share
   // one digit (the K-th's bucket split by the next bits), a row whose sampled runs
   // alone hold a plateau (for K 2048 too short: that row selected from its
-  // scores); rows 16-byte aligned (width 40000) and not (40001).
+  // scores), a row whose sampled runs hold its lowest scores (its list
+  // overflows: selected from its scores for every K); rows 16-byte aligned (width
+  // 40000) and not (40001).
   for (const std::size_t width : {40000, 40001}) {
-    constexpr std::size_t kRows = 8;
+    constexpr std::size_t kRows = 9;
     F wide(kRows * width);
     std::mt19937 rng(3);
     std::normal_distribution<float> normal;
@@ -277,12 +279,14 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
     for (std::size_t j = 0; j < width; ++j) {
       wide[4 * width + j] = float(j), wide[5 * width + j] = 1.0f;
       wide[6 * width + j] = j % 25 == 0 ? 1.0f + float(j) * 1e-6f : float(j % 1000) / 4000;
-      wide[7 * width + j] =
-          j % cuda::topk::kSampleStride < cuda::topk::kSampledRun ? 5.0f : normal(rng);
+      const bool sampled = j % cuda::topk::kSampleStride < cuda::topk::kSampledRun;
+      wide[7 * width + j] = sampled ? 5.0f : normal(rng);
+      wide[8 * width + j] = sampled ? normal(rng) - 10.0f : normal(rng);
     }
     wide[width + 20000] = nan;  // past row 1's end
     const V wide_ends{std::int32_t(width), 17000, 1500, 3000, std::int32_t(width),
-                      std::int32_t(width), std::int32_t(width), std::int32_t(width)};
+                      std::int32_t(width), std::int32_t(width), std::int32_t(width),
+                      std::int32_t(width)};
     for (std::size_t k : {1, 700, 2048}) {
       V expected(kRows * k);
       ASSERT_TRUE(cpu::valid_prefix_topk(wide, width, wide_ends, k, expected).ok());
@@ -293,7 +297,7 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
       EXPECT_TRUE(
           props::cuda_queued_valid_prefix_topk(wide, width, wide_ends, k, queued, &paths).ok());
       EXPECT_EQ(queued, expected) << "queued, width " << width << ", k " << k;
-      EXPECT_EQ(paths.from_scores, k == 2048 ? 1 : 0) << "width " << width << ", k " << k;
+      EXPECT_EQ(paths.from_scores, k == 2048 ? 2 : 1) << "width " << width << ", k " << k;
       EXPECT_GE(paths.refined_or_tied, 1) << "width " << width << ", k " << k;
       EXPECT_LE(paths.refined_or_tied, std::int64_t(kRows));
     }

@@ -67,6 +67,7 @@ __global__ void __launch_bounds__(kFinishThreads)
   // hist[(key >> shift) mod 2^bits] counts the sampled keys whose bits under
   // `fixed` equal `prefix`'s.
   const auto count = [&](std::uint32_t prefix, std::uint32_t fixed, unsigned shift, unsigned bits) {
+    __syncthreads();  // every thread has read the last pass's bins
     for (unsigned b = threadIdx.x; b < (1u << bits); b += kFinishThreads) hist[b] = 0;
     __syncthreads();
     const auto add = [&](std::uint32_t key) {
