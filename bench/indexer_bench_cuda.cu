@@ -6,8 +6,9 @@
 // torch.topk on the same data in the same job and prints the ratios. Before
 // timing, the GPU's choices are checked against the CPU backend, lane for lane.
 // `indexer_bench_cuda distributions` times instead the table of score
-// distributions (bench/topk_distributions.hpp) at 16 x 131072, 256 x 262144 and
-// 2048 x 131072, each against the Gaussian of its shape and one read of its scores;
+// distributions (bench/topk_distributions.hpp) at 16 x 131072, 256 x 262144,
+// 2048 x 131072 (the read-once path) and 256 x 8192 (the one-block kernel), each
+// against the Gaussian of its shape and one read of its scores;
 // the times go to DIR/distribution_times.txt for the torch script.
 // `indexer_bench_cuda distributions NAME` only checks distribution NAME at each
 // shape, one call each, for a profiler (ncu -k regex:wide_).
@@ -67,7 +68,7 @@ int time_distributions(const cudaDeviceProp& prop, const char* dump, const char*
   constexpr std::size_t k = 2048;
   struct Shape {
     std::size_t rows, width;
-  } shapes[] = {{16, 131072}, {256, 262144}, {2048, 131072}};
+  } shapes[] = {{16, 131072}, {256, 262144}, {2048, 131072}, {256, 8192}};
   FILE* times =
       dump ? std::fopen((std::string(dump) + "/distribution_times.txt").c_str(), "w") : nullptr;
   bool ok = true;

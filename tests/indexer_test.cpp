@@ -284,8 +284,14 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
       wide[8 * width + j] = sampled ? normal(rng) - 10.0f : normal(rng);
     }
     wide[width + 20000] = nan;  // past row 1's end
-    const V wide_ends{std::int32_t(width), 17000, 1500, 3000, std::int32_t(width),
-                      std::int32_t(width), std::int32_t(width), std::int32_t(width),
+    const V wide_ends{std::int32_t(width),
+                      17000,
+                      1500,
+                      3000,
+                      std::int32_t(width),
+                      std::int32_t(width),
+                      std::int32_t(width),
+                      std::int32_t(width),
                       std::int32_t(width)};
     for (std::size_t k : {1, 700, 2048}) {
       V expected(kRows * k);

@@ -84,13 +84,6 @@ __device__ __forceinline__ void for_each_batch(const unsigned long long* list, u
   }
 }
 
-// hist[d] += 1 for each valid lane's d, one atomic per distinct d and warp (the
-// lists crowd a few bins).
-__device__ __forceinline__ void count_by_warp(unsigned* hist, bool valid, unsigned d) {
-  const unsigned same = __match_any_sync(0xffffffffu, valid ? d : ~0u);
-  if (valid && (threadIdx.x & 31) == unsigned(__ffs(same) - 1)) atomicAdd(&hist[d], __popc(same));
-}
-
 // By levels: a key's digit above the threshold's, the top levels lumped together
 // (a lumped bucket is still sorted on the whole key). The list is read twice (an
 // L2 hit the second time) rather than held: 48 registers fewer, two blocks per SM.

@@ -30,25 +30,35 @@ __device__ __forceinline__ std::uint32_t order_key(float f) {
   return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
 }
 
-// Calls fn(j, key) for every j < n this thread owns (j = threadIdx.x mod kThreads),
-// loading kBatch scores before using any: one block streams a whole row, so its
-// loads must be in flight together rather than one behind each shared-memory atomic.
+// Calls fn(j, key, inside) for the indices j this thread owns (j = threadIdx.x mod
+// kThreads), inside for j < n, loading kBatch scores before using any: one block
+// streams a whole row, so its loads must be in flight together rather than one
+// behind each shared-memory atomic. Every lane runs the same rounds (past n,
+// inside false), so that fn may use warp-wide operations.
 inline constexpr int kBatch = 8;
 template <class Fn>
 __device__ __forceinline__ void for_each_key(const float* row, std::size_t n, Fn&& fn) {
-  for (std::size_t base = threadIdx.x; base < n; base += std::size_t(kThreads) * kBatch) {
+  for (std::size_t base = 0; base < n; base += std::size_t(kThreads) * kBatch) {
     std::uint32_t keys[kBatch];
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      const std::size_t j = base + std::size_t(i) * kThreads;
+      const std::size_t j = base + threadIdx.x + std::size_t(i) * kThreads;
       keys[i] = j < n ? order_key(__ldg(row + j)) : 0;
     }
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
-      const std::size_t j = base + std::size_t(i) * kThreads;
-      if (j < n) fn(j, keys[i]);
+      const std::size_t j = base + threadIdx.x + std::size_t(i) * kThreads;
+      fn(j, keys[i], j < n);
     }
   }
+}
+
+// hist[d] += 1 for each lane that counts, one shared atomic per distinct d and
+// warp: equal digits (a plateau, a row offset far from zero) would otherwise
+// queue on one address, 32 to a warp.
+__device__ __forceinline__ void count_by_warp(unsigned* hist, bool counted, unsigned d) {
+  const unsigned same = __match_any_sync(0xffffffffu, counted ? d : ~0u);
+  if (counted && (threadIdx.x & 31) == unsigned(__ffs(same) - 1)) atomicAdd(&hist[d], __popc(same));
 }
 
 __device__ __forceinline__ bool bad_end(std::int32_t end, std::size_t width) {
@@ -75,8 +85,8 @@ static __device__ __noinline__ void select_row(const float* row, std::size_t n, 
     const unsigned bins = 1u << bits[p];
     for (unsigned b = threadIdx.x; b < bins; b += kThreads) hist[b] = 0;
     __syncthreads();
-    for_each_key(row, n, [&](std::size_t, std::uint32_t key) {
-      if ((key & fixed) == prefix) atomicAdd(&hist[(key >> shifts[p]) & (bins - 1)], 1u);
+    for_each_key(row, n, [&](std::size_t, std::uint32_t key, bool inside) {
+      count_by_warp(hist, inside && (key & fixed) == prefix, (key >> shifts[p]) & (bins - 1));
     });
     __syncthreads();
     // Each thread sums a run of bins from the top; a scan finds the run holding the rank.

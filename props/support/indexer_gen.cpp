@@ -365,8 +365,7 @@ std::vector<float> wide_scores(std::size_t n, std::size_t k, int pattern, std::u
     }
     case 14: {  // K best keys sharing their top 13 bits: the K-th's bucket refined
       for (float& x : v) x = x / 8;
-      for (std::size_t i = 0; i < 2 * k; ++i)
-        v[rng() % n] = 1.0f + float(rng() % 65536) * 0x1p-20f;
+      for (std::size_t i = 0; i < 2 * k; ++i) v[rng() % n] = 1.0f + float(rng() % 65536) * 0x1p-20f;
       break;
     }
     default: {  // the sample misled: its runs hold a plateau, larger or smaller scores
@@ -383,10 +382,10 @@ rc::Gen<TopkCall> gen_wide_topk_call() {
   return gen::exec([] {
     TopkCall c;
     const auto rows = *gen::inRange<std::size_t>(1, 3);
-    c.k = *gen::weightedOneOf<std::size_t>(
-        {{3, gen::just(ro::kWideMaxK)},
-         {2, gen::inRange<std::size_t>(1, ro::kWideMaxK + 1)},
-         {1, gen::element<std::size_t>(1, 2, ro::kWideMaxK - 1)}});
+    c.k =
+        *gen::weightedOneOf<std::size_t>({{3, gen::just(ro::kWideMaxK)},
+                                          {2, gen::inRange<std::size_t>(1, ro::kWideMaxK + 1)},
+                                          {1, gen::element<std::size_t>(1, 2, ro::kWideMaxK - 1)}});
     c.width = ro::kWideMinWidth +
               *gen::weightedOneOf<std::size_t>({{3, gen::just<std::size_t>(0)},
                                                 {2, gen::inRange<std::size_t>(1, ro::kWideChunk)},
@@ -404,9 +403,8 @@ rc::Gen<TopkCall> gen_wide_topk_call() {
     }
     // now and then a non-finite score inside a valid range: the path's refusal
     if (*gen::inRange(0, 8) == 0 && c.ends[0] > 0)
-      c.scores[*gen::inRange<std::size_t>(0, std::size_t(c.ends[0]))] =
-          *gen::element(std::numeric_limits<float>::quiet_NaN(),
-                        -std::numeric_limits<float>::infinity());
+      c.scores[*gen::inRange<std::size_t>(0, std::size_t(c.ends[0]))] = *gen::element(
+          std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity());
     return c;
   });
 }
