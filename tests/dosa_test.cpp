@@ -1,0 +1,138 @@
+// The worked examples of source 001, verbatim, on the model: the score's signs,
+// the threshold, the positive-head bound through an anchor, the aggregated
+// negative deduction, the teaching count; and the refusals.
+#include <gtest/gtest.h>
+
+#include "model/dosa.hpp"
+#include "model/indexer.hpp"
+
+namespace aether {
+namespace {
+
+using R = model::Rational;
+using F = std::vector<float>;
+namespace de = dosa_error;
+
+std::vector<R> exact_row(const F& v) {
+  std::vector<R> out;
+  for (float x : v) out.push_back(model::exact(x));
+  return out;
+}
+R score(const F& queries, const F& weights, const F& key) {
+  return model::index_scores(queries, weights, key, key.size()).value()[0];
+}
+// U's value when ||k|| is rational (every example's is)
+R value(const model::DosaBound& u) {
+  return u.rational_part + u.residual * model::upper_sqrt(u.key_norm_sq);
+}
+
+// §3: activations 4 and 3 with weights 2 and -1 score 2*4 - 1*3 = 5; a negative
+// dot product goes through the ReLU to 0 and deducts nothing, whatever its weight.
+TEST(DosaModel, weights_add_and_deduct_after_the_relu) {
+  EXPECT_EQ(score({4, 0, 0, 3}, {2, -1}, {1, 1}), R(5));
+  EXPECT_EQ(score({4, 0, 0, -3}, {2, -1}, {1, 1}), R(8));
+}
+
+// §2: K = 2, seed scores 9, 6, 2: tau = 6; a key bounded by 5 is excluded, one
+// bounded by exactly 6 is kept.
+TEST(DosaModel, the_threshold_is_the_kth_seed_and_equality_is_kept) {
+  const std::vector<R> seeds{9, 6, 2};
+  const R tau = model::seed_threshold(seeds, 2);
+  EXPECT_EQ(tau, R(6));
+  EXPECT_TRUE(model::excluded({R(5), R(0), R(0)}, tau));
+  EXPECT_FALSE(model::excluded({R(6), R(0), R(0)}, tau));
+  // the same through a residual term: 4 + 1 * ||(1, 0)|| = 5 and 5 + 1 = 6
+  EXPECT_TRUE(model::excluded({R(4), R(1), R(1)}, tau));
+  EXPECT_FALSE(model::excluded({R(5), R(1), R(1)}, tau));
+}
+
+// §3.1: anchor q_j = (1, 0), omitted q_h = (2, 1), beta 2, d_h = (0, 1); for
+// k = (3, 4) the activation bound is 2*3 + 1*5 = 11 against a true 10; with
+// weight 2, 22 against 20.
+TEST(DosaModel, an_anchor_bounds_an_omitted_positive_head) {
+  const F queries{1, 0, 2, 1}, key{3, 4};
+  for (const float w : {1.0f, 2.0f}) {
+    const F weights{0, w};  // the anchor's own term is 0: the bound is the omitted head's
+    const DosaPlan plan{{0}, {{1, 0, 2.0f}}, {}};
+    ASSERT_TRUE(model::check_plan(weights, plan).ok());
+    const R c = model::residual_coefficient(queries, weights, 2, plan);
+    EXPECT_EQ(c, R(w));  // w ||d_h|| = w
+    const auto u = model::upper_bound(queries, weights, exact_row(key), plan, c);
+    EXPECT_EQ(value(u), R(11) * R(w));
+    EXPECT_EQ(score(queries, weights, key), R(10) * R(w));
+  }
+}
+
+// §3.2: omitted heads (1, 0) and (0, 1) with weights -1 aggregate to a_A = (1, 1).
+// For k = (3, 4) it deducts 7, exactly the true 3 + 4, and a bound of 12 falls to
+// 5: excluded at tau 6. For k = (3, -2) it deducts [3 - 2]_+ = 1 against a true 3.
+TEST(DosaModel, aggregated_negative_heads_deduct_a_lower_bound) {
+  const F queries{4, 0, 1, 0, 0, 1}, weights{1, -1, -1};
+  const DosaPlan plan{{0}, {}, {1, 2}};
+  ASSERT_TRUE(model::check_plan(weights, plan).ok());
+  const R c = model::residual_coefficient(queries, weights, 2, plan);
+  EXPECT_EQ(c, R(0));
+  const auto u = model::upper_bound(queries, weights, exact_row({3, 4}), plan, c);
+  EXPECT_EQ(value(u), R(5));  // 12 - 7
+  EXPECT_EQ(score(queries, weights, {3, 4}), R(5));
+  EXPECT_TRUE(model::excluded(u, R(6)));
+  const DosaPlan without{{0}, {}, {}};
+  EXPECT_EQ(value(model::upper_bound(queries, weights, exact_row({3, 4}), without, c)), R(12));
+  const auto loose = model::upper_bound(queries, weights, exact_row({3, -2}), plan, c);
+  EXPECT_EQ(value(loose), R(12 - 1));  // deducts 1
+  EXPECT_EQ(score(queries, weights, {3, -2}), R(12 - 3));
+}
+
+// §5: 100 keys screened with 16 dot products each and 5 survivors scored on 32
+// heads: 100 x 16 + 5 x 32 = 1760 dot products against 3200.
+TEST(DosaModel, the_teaching_count) {
+  DosaPlan plan;
+  for (std::uint32_t h = 0; h < 16; ++h) plan.retained.push_back(h);
+  EXPECT_EQ(model::pruned_dot_products(100, plan, 5, 32), 1760u);
+  EXPECT_EQ(model::pruned_dot_products(100, DosaPlan{}, 100, 32), 3200u);
+}
+
+TEST(DosaModel, upper_sqrt_is_exact_on_squares_and_above_elsewhere) {
+  EXPECT_EQ(model::upper_sqrt(R(25)), R(5));
+  EXPECT_EQ(model::upper_sqrt(R(9, 4)), R(3, 2));
+  EXPECT_EQ(model::upper_sqrt(R(0)), R(0));
+  const R two = model::upper_sqrt(R(2));
+  EXPECT_GT(two * two, R(2));
+  EXPECT_LT(two * two, R(2) + R(1, model::Integer(1) << 60));
+}
+
+TEST(DosaModel, refusals) {
+  const F queries{1, 0, 0, 1}, weights{1, -1};
+  const std::vector<R> keys = exact_row({1, 2, 3, 4, 5, 6});  // 3 keys of dim 2
+  const DosaPlan all{{0, 1}, {}, {}};
+  const std::vector<std::int32_t> seeds{0, 1};
+  EXPECT_EQ(
+      model::dosa_topk(queries, weights, keys, 2, 2, std::vector<std::int32_t>{0, 0}, all).error(),
+      (DosaError{de::BadSeed{1, 0}}));
+  EXPECT_EQ(
+      model::dosa_topk(queries, weights, keys, 2, 2, std::vector<std::int32_t>{3}, all).error(),
+      (DosaError{de::BadSeed{0, 3}}));
+  EXPECT_EQ(
+      model::dosa_topk(queries, weights, keys, 2, 2, std::vector<std::int32_t>{1}, all).error(),
+      (DosaError{de::TooFewSeeds{1, 2}}));
+  const F nan_weights{1, std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_EQ(model::dosa_topk(queries, nan_weights, keys, 2, 2, seeds, all).error(),
+            (DosaError{de::NonFiniteInput{1, 1}}));
+  // a positive head omitted without an anchor; a negative head anchored; an
+  // aggregated positive head; a head placed twice
+  EXPECT_EQ(model::check_plan(weights, DosaPlan{{1}, {}, {}}).error(), (DosaError{de::BadPlan{0}}));
+  EXPECT_EQ(model::check_plan(weights, DosaPlan{{0}, {{1, 0, 1.0f}}, {}}).error(),
+            (DosaError{de::BadPlan{1}}));
+  EXPECT_EQ(model::check_plan(weights, DosaPlan{{1}, {}, {0}}).error(),
+            (DosaError{de::BadPlan{0}}));
+  EXPECT_EQ(model::check_plan(weights, DosaPlan{{0, 0}, {}, {}}).error(),
+            (DosaError{de::BadPlan{0}}));
+  EXPECT_EQ(model::check_plan(weights, DosaPlan{{1}, {{0, 1, -1.0f}}, {}}).error(),
+            (DosaError{de::BadPlan{0}}));
+  // K >= L: the plain top-K, no seeds needed
+  EXPECT_EQ(model::dosa_topk(queries, weights, keys, 2, 3, {}, all).value(),
+            (std::vector<std::int32_t>{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace aether
