@@ -1,0 +1,127 @@
+#include "props/support/dosa_gen.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "model/dosa.hpp"
+#include "props/support/compare.hpp"
+
+namespace aether::props {
+
+namespace gen = rc::gen;
+
+void showValue(const DosaCall& c, std::ostream& os) {
+  os << "DosaCall{H=" << c.heads() << ", D=" << c.dim << ", L=" << c.key_count() << ", K=" << c.k
+     << ", weights=" << show_span(std::span<const float>(c.weights))
+     << ", queries=" << show_span(std::span<const float>(c.queries), 64)
+     << ", keys=" << show_span(std::span<const float>(c.keys), 96)
+     << ", seeds=" << show_span(std::span<const std::int32_t>(c.seeds))
+     << ", retained=" << show_span(std::span<const std::uint32_t>(c.plan.retained))
+     << ", anchors={";
+  for (const DosaAnchor& a : c.plan.anchors)
+    os << "(" << a.head << "<-" << std::int64_t(a.anchor == kNoAnchor ? -1 : a.anchor) << ", "
+       << a.beta << ")";
+  os << "}, aggregated=" << show_span(std::span<const std::uint32_t>(c.plan.aggregated)) << "}";
+}
+
+rc::Gen<DosaPlan> gen_valid_plan(const std::vector<float>& weights) {
+  return gen::exec([weights] {
+    DosaPlan plan;
+    for (std::uint32_t h = 0; h < weights.size(); ++h)
+      if (*gen::inRange(0, 3) == 0) plan.retained.push_back(h);
+    for (std::uint32_t h = 0; h < weights.size(); ++h) {
+      if (std::find(plan.retained.begin(), plan.retained.end(), h) != plan.retained.end()) continue;
+      if (weights[h] > 0) {
+        DosaAnchor a{h, kNoAnchor, 0};
+        if (!plan.retained.empty() && *gen::inRange(0, 4) != 0) {
+          a.anchor = *gen::elementOf(plan.retained);
+          a.beta = *gen::weightedOneOf<float>(
+              {{3, gen::element(0.0f, 0.5f, 1.0f, 2.0f)},
+               {1, gen::map(gen::inRange(0, 1 << 20), [](int x) { return float(x) / 4096; })}});
+        }
+        plan.anchors.push_back(a);
+      } else if (weights[h] < 0 && *gen::inRange(0, 2) == 0) {
+        plan.aggregated.push_back(h);
+      }
+    }
+    return plan;
+  });
+}
+
+namespace {
+// n values of one of the shapes the header names, from a seeded stream
+std::vector<float> values(std::size_t n, int shape, std::mt19937& rng) {
+  std::vector<float> v(n);
+  std::uniform_int_distribution<int> small(-4, 4);
+  std::normal_distribution<float> normal;
+  for (float& x : v) {
+    switch (shape) {
+      case 0:  // the integer grid: every product and sum exact
+        x = float(small(rng));
+        break;
+      case 1:  // general floats
+        x = normal(rng);
+        break;
+      default:  // a few distinct values: ties everywhere
+        x = float(small(rng) % 2);
+    }
+  }
+  return v;
+}
+}  // namespace
+
+rc::Gen<DosaCall> gen_dosa_call() {
+  return gen::exec([] {
+    DosaCall c;
+    const std::size_t heads = *gen::inRange<std::size_t>(1, 7);
+    c.dim = *gen::inRange<std::size_t>(1, 6);
+    const std::size_t keys = *gen::weightedOneOf<std::size_t>(
+        {{6, gen::inRange<std::size_t>(0, 40)}, {1, gen::inRange<std::size_t>(40, 200)}});
+    std::mt19937 rng{*gen::arbitrary<std::uint32_t>()};
+    const int shape = *gen::inRange(0, 3);
+    c.queries = values(heads * c.dim, shape, rng);
+    c.keys = values(keys * c.dim, shape, rng);
+    c.weights = values(heads, shape == 1 ? 1 : 0, rng);
+    const int twist = *gen::inRange(0, 8);
+    if (twist == 1)  // every weight negative
+      for (float& w : c.weights) w = -std::abs(w) - 1;
+    if (twist == 2)  // every weight positive
+      for (float& w : c.weights) w = std::abs(w) + 1;
+    if (twist == 3)  // zero-norm keys and heads
+      for (std::size_t j = 0; j < keys; j += 3)
+        std::fill_n(c.keys.begin() + std::ptrdiff_t(j * c.dim), c.dim, 0.0f);
+    if (twist == 4 && heads > 1) std::fill_n(c.queries.begin(), c.dim, 0.0f);
+    if (twist == 5)  // a ReLU plateau: most keys opposite every head
+      for (std::size_t i = 0; i < c.keys.size(); ++i)
+        if (i % 5) c.keys[i] = -std::abs(c.keys[i]) * (c.queries[i % c.dim] >= 0 ? 1 : -1);
+    if (twist == 6)  // keys far outside the sample's scale
+      for (std::size_t i = c.keys.size() / 2; i < c.keys.size(); ++i) c.keys[i] *= 0x1p20f;
+    if (twist == 7)  // a tiny score range
+      for (float& x : c.keys) x *= 0x1p-30f;
+    c.k = *gen::weightedOneOf<std::size_t>(
+        {{6, gen::inRange<std::size_t>(1, std::max<std::size_t>(2, keys / 2 + 1))},
+         {1, gen::inRange<std::size_t>(1, keys + 3)}});
+    if (keys > c.k) {
+      std::vector<std::int32_t> all(keys);
+      std::iota(all.begin(), all.end(), 0);
+      std::shuffle(all.begin(), all.end(), rng);
+      all.resize(*gen::inRange<std::size_t>(c.k, keys + 1));
+      c.seeds = all;
+    }
+    if (*gen::inRange(0, 2) == 0) {
+      c.plan = *gen_valid_plan(c.weights);
+    } else {
+      std::vector<model::Rational> sample;
+      for (std::int32_t s : model::plan_sample(c.seeds))
+        for (std::size_t d = 0; d < c.dim; ++d)
+          sample.push_back(model::exact(c.keys[std::size_t(s) * c.dim + d]));
+      c.plan = model::plan_heads(c.queries, c.weights, c.dim,
+                                 *gen::inRange<std::size_t>(0, heads + 1), sample);
+    }
+    return c;
+  });
+}
+
+}  // namespace aether::props

@@ -1,0 +1,41 @@
+// Reusable RapidCheck generators for DoSA calls (source 001). Adversarial by
+// construction: integer grids where every score and bound is exact and ties at
+// tau are common; general floats; zero-norm keys and heads; all weights negative
+// or all positive; keys far outside the sample's scale; ReLU plateaus (many
+// exact-zero scores); tiny and huge score ranges; K at and past L; seeds from
+// exactly K to every key; plans from the plan rule and arbitrary valid plans.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+#include "api/dosa.hpp"
+
+namespace aether::props {
+
+// One query against L fp32 keys: queries [H, D], weights [H], keys [L, D].
+struct DosaCall {
+  std::vector<float> queries, weights, keys;
+  std::size_t dim = 0, k = 0;
+  std::vector<std::int32_t> seeds;
+  DosaPlan plan;
+  std::size_t heads() const { return weights.size(); }
+  std::size_t key_count() const { return dim ? keys.size() / dim : 0; }
+};
+void showValue(const DosaCall& call, std::ostream& os);
+
+// A well-formed call: finite inputs, at least K distinct seeds when L > K, a valid
+// plan (the plan rule at a random budget, or any valid split of the heads).
+rc::Gen<DosaCall> gen_dosa_call();
+
+// Any valid plan for these weights: retained heads at random, every omitted
+// positive head anchored to a random retained head (or none) with beta 0, 1/2, 1, 2
+// or any finite nonnegative float, a random subset of the omitted negative heads
+// aggregated.
+rc::Gen<DosaPlan> gen_valid_plan(const std::vector<float>& weights);
+
+}  // namespace aether::props
