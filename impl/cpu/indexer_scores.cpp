@@ -9,6 +9,7 @@
 
 #include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/indexer.hpp"
+#include "impl/cpu/key_rows.hpp"
 #include "impl/cpu/parallel.hpp"
 
 namespace aether::cpu {
@@ -17,47 +18,6 @@ namespace {
 namespace ie = indexer_error;
 
 constexpr std::size_t kTile = 16;  // keys per tile: two AVX2 vectors
-
-// E4M3 byte -> float: (-1)^s 2^(e-7) (1 + m/8), subnormal 2^-6 m/8, NaN for e = 15, m = 7.
-const std::array<float, 256>& e4m3_table() {
-  static const std::array<float, 256> table = [] {
-    std::array<float, 256> t{};
-    for (int b = 0; b < 256; ++b) {
-      const int e = (b >> 3) & 15, m = b & 7;
-      const float magnitude =
-          e == 0 ? std::ldexp(float(m) / 8, -6) : std::ldexp(1 + float(m) / 8, e - 7);
-      t[std::size_t(b)] = (e == 15 && m == 7) ? NAN : (b & 0x80 ? -magnitude : magnitude);
-    }
-    return t;
-  }();
-  return table;
-}
-
-template <KeyFormat kFormat>
-float element(const std::byte* row, std::size_t d) {
-  if constexpr (kFormat == KeyFormat::F32) {
-    float f;
-    std::memcpy(&f, row + 4 * d, 4);
-    return f;
-  } else if constexpr (kFormat == KeyFormat::BF16) {
-    std::uint16_t half;
-    std::memcpy(&half, row + 2 * d, 2);
-    return std::bit_cast<float>(std::uint32_t(half) << 16);
-  } else {
-    return e4m3_table()[std::size_t(row[d])];
-  }
-}
-
-float element(const IndexKeys& keys, const std::byte* row, std::size_t d) {
-  switch (keys.format) {
-    case KeyFormat::F32:
-      return element<KeyFormat::F32>(row, d);
-    case KeyFormat::BF16:
-      return element<KeyFormat::BF16>(row, d);
-    default:
-      return element<KeyFormat::E4M3>(row, d);
-  }
-}
 
 // Keys [first, first + count) decoded into tile[D][kTile]; lanes past count are 0.
 template <KeyFormat kFormat>
@@ -68,70 +28,6 @@ void decode_tile(const IndexKeys& keys, std::size_t first, std::size_t count, fl
     for (std::size_t d = 0; d < keys.dim; ++d)
       tile[d * kTile + t] = t < count ? element<kFormat>(row, d) : 0.0f;
   }
-}
-
-float row_scale(const IndexKeys& keys, const std::byte* row) {
-  float scale = 1.0f;
-  if (keys.format == KeyFormat::E4M3) std::memcpy(&scale, row + keys.dim, 4);
-  return scale;
-}
-
-// Whether any key is NaN/inf (or an E4M3 scale NaN/inf/negative), as one branch-free
-// pass the compiler vectorises: the element-by-element scan that names the first
-// one runs only then (on every call it costs as much time as the scoring itself).
-bool any_non_finite_bits(const IndexKeys& keys) {
-  std::uint32_t bad = 0;
-  if (keys.format == KeyFormat::F32) {
-    const std::size_t n = keys.bytes.size() / 4;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint32_t w;
-      std::memcpy(&w, keys.bytes.data() + 4 * i, 4);
-      bad |= std::uint32_t((w & 0x7f800000u) == 0x7f800000u);
-    }
-  } else if (keys.format == KeyFormat::BF16) {
-    const std::size_t n = keys.bytes.size() / 2;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::uint16_t h;
-      std::memcpy(&h, keys.bytes.data() + 2 * i, 2);
-      bad |= std::uint32_t((h & 0x7f80u) == 0x7f80u);
-    }
-  } else {  // E4M3: a NaN code (low 7 bits set), or a scale that is NaN/inf or below zero
-    const std::size_t row_bytes = keys.dim + 4, rows = keys.bytes.size() / row_bytes;
-    for (std::size_t j = 0; j < rows; ++j) {
-      const std::byte* row = keys.bytes.data() + j * row_bytes;
-      for (std::size_t d = 0; d < keys.dim; ++d)
-        bad |= std::uint32_t((std::uint8_t(row[d]) & 0x7f) == 0x7f);
-      std::uint32_t w;
-      std::memcpy(&w, row + keys.dim, 4);
-      bad |= std::uint32_t((w & 0x7f800000u) == 0x7f800000u) | std::uint32_t(w > 0x80000000u);
-    }
-  }
-  return bad != 0;
-}
-
-// The model's refusal order: queries, weights, then keys row by row.
-std::optional<IndexerError> check_inputs(std::span<const float> queries,
-                                         std::span<const float> weights, const IndexKeys& keys) {
-  if (queries.size() != weights.size() * keys.dim)
-    return ie::ShapeMismatch{weights.size() * keys.dim, queries.size()};
-  for (std::size_t i = 0; i < queries.size(); ++i)
-    if (!std::isfinite(queries[i])) return ie::NonFiniteInput{0, i};
-  for (std::size_t i = 0; i < weights.size(); ++i)
-    if (!std::isfinite(weights[i])) return ie::NonFiniteInput{1, i};
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  if (row_bytes == 0 ? !keys.bytes.empty() : keys.bytes.size() % row_bytes != 0)
-    return ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0,
-                             keys.bytes.size()};
-  const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
-  if (!any_non_finite_bits(keys)) return std::nullopt;
-  for (std::size_t j = 0; j < rows; ++j) {
-    const std::byte* row = keys.bytes.data() + j * row_bytes;
-    const float scale = row_scale(keys, row);
-    if (!std::isfinite(scale) || scale < 0) return ie::NonFiniteInput{2, j * row_bytes + keys.dim};
-    for (std::size_t d = 0; d < keys.dim; ++d)
-      if (!std::isfinite(element(keys, row, d))) return ie::NonFiniteInput{2, j * keys.dim + d};
-  }
-  return std::nullopt;
 }
 
 // One key, the documented order, scalar.
@@ -253,7 +149,7 @@ __attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> 
 
 Status<IndexerError> index_scores(std::span<const float> queries, std::span<const float> weights,
                                   const IndexKeys& keys, std::span<float> out) {
-  if (auto e = check_inputs(queries, weights, keys)) return *e;
+  if (auto e = check_score_inputs(queries, weights, keys)) return *e;
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
   if (out.size() != rows) return ie::ShapeMismatch{rows, out.size()};
