@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "impl/cpu/dosa.hpp"
+#include "impl/cpu/indexer.hpp"
 #include "model/dosa.hpp"
 #include "model/indexer.hpp"
 #include "props/support/dosa_gen.hpp"
@@ -78,6 +80,60 @@ AETHER_PROP(DosaModel, decode_ranks_only_keys_above_tau_and_agrees, "model", ())
   const auto want =
       model::valid_prefix_topk(scores, scores.size(), V{std::int32_t(scores.size())}, c.k);
   RC_ASSERT(got.value() == want.value());
+}
+
+// The CPU's float bound is at least the scorer's own score of every key (so no key
+// that full scoring ranks is ever excluded), every format, every valid plan.
+AETHER_PROP(DosaCpu, the_float_bound_is_at_least_the_scorers_score, "L2", ()) {
+  const props::DosaCall c = *props::gen_dosa_call();
+  std::vector<float> scores(c.key_count());
+  RC_ASSERT(cpu::index_scores(c.queries, c.weights, c.stored(), scores).ok());
+  std::vector<double> bounds(c.key_count());
+  cpu::dosa_bounds(c.queries, c.weights, c.stored(), c.plan, bounds);
+  for (std::size_t j = 0; j < c.key_count(); ++j) RC_ASSERT(bounds[j] >= double(scores[j]));
+}
+
+// One query's lanes by full scoring on the CPU: the scorer, then the top-k.
+V cpu_full_topk(const std::vector<float>& q, const std::vector<float>& w, const IndexKeys& keys,
+                std::size_t count, std::size_t k) {
+  std::vector<float> scores(count);
+  RC_ASSERT(cpu::index_scores(q, w, keys, scores).ok());
+  V lanes(k);
+  RC_ASSERT(cpu::valid_prefix_topk(scores, count, V{std::int32_t(count)}, k, lanes).ok());
+  return lanes;
+}
+
+// L3: a batch of 1 to 3 queries sharing keys and seeds; every query's pruned lanes
+// equal full scoring's, ids and order, bit for bit.
+AETHER_PROP(DosaCpu, the_pruned_topk_is_full_scorings_bit_for_bit, "L3", ()) {
+  const props::DosaCall c = *props::gen_dosa_call();
+  std::vector<float> queries = c.queries, weights = c.weights;
+  std::vector<DosaPlan> plans{c.plan};
+  const std::size_t extra = *rc::gen::inRange<std::size_t>(0, 3);
+  for (std::size_t t = 0; t < extra; ++t) {  // more queries: the first one's heads rotated
+    std::vector<float> q(c.queries.size());
+    for (std::size_t i = 0; i < q.size(); ++i) q[i] = c.queries[(i + (t + 1) * c.dim) % q.size()];
+    queries.insert(queries.end(), q.begin(), q.end());
+    weights.insert(weights.end(), c.weights.begin(), c.weights.end());
+    plans.push_back(cpu::plan_heads(q, c.weights, c.stored(),
+                                    *rc::gen::inRange<std::size_t>(0, c.heads() + 1),
+                                    model::plan_sample(c.seeds)));
+  }
+  const std::size_t queries_count = plans.size();
+  V out(queries_count * c.k, 77);
+  cpu::DosaStats stats;
+  const cpu::DosaOptions options{*rc::gen::inRange(0, 4) == 0};
+  const auto st = cpu::dosa_topk(queries, weights, queries_count, c.stored(), c.k, c.seeds, plans,
+                                 out, options, &stats);
+  RC_ASSERT(st.ok());
+  for (std::size_t t = 0; t < queries_count; ++t) {
+    const std::vector<float> q(queries.begin() + std::ptrdiff_t(t * c.queries.size()),
+                               queries.begin() + std::ptrdiff_t((t + 1) * c.queries.size()));
+    RC_ASSERT(
+        V(out.begin() + std::ptrdiff_t(t * c.k), out.begin() + std::ptrdiff_t((t + 1) * c.k)) ==
+        cpu_full_topk(q, c.weights, c.stored(), c.key_count(), c.k));
+  }
+  RC_TAG(stats.full_queries == queries_count ? "every query scored in full" : "some query pruned");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "props/support/dosa_gen.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -51,6 +52,46 @@ rc::Gen<DosaPlan> gen_valid_plan(const std::vector<float>& weights) {
 }
 
 namespace {
+// The E4M3 value of byte b: (-1)^s 2^(e-7) (1 + m/8), subnormal 2^-6 m/8; NaN codes 0x7f, 0xff.
+float e4m3_value(int b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  const float magnitude =
+      e == 0 ? std::ldexp(float(m) / 8, -6) : std::ldexp(1 + float(m) / 8, e - 7);
+  return b & 0x80 ? -magnitude : magnitude;
+}
+
+// Stores c.keys in c.format, first making them representable: BF16 keeps each
+// float's high half; E4M3 takes the nearest code and a power-of-two row scale.
+void store_keys(DosaCall& c, std::mt19937& rng) {
+  const auto append = [&](const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    c.key_bytes.insert(c.key_bytes.end(), b, b + n);
+  };
+  for (std::size_t j = 0; j < c.key_count(); ++j) {
+    float* row = c.keys.data() + j * c.dim;
+    const float scale = std::ldexp(1.0f, int(rng() % 9) - 4);
+    for (std::size_t d = 0; d < c.dim; ++d) {
+      if (c.format == KeyFormat::F32) {
+        append(&row[d], 4);
+      } else if (c.format == KeyFormat::BF16) {
+        const std::uint16_t half = std::uint16_t(std::bit_cast<std::uint32_t>(row[d]) >> 16);
+        row[d] = std::bit_cast<float>(std::uint32_t(half) << 16);
+        append(&half, 2);
+      } else {
+        int best = 0;
+        for (int b = 0; b < 256; ++b)
+          if ((b & 0x7f) != 0x7f && std::abs(e4m3_value(b) * scale - row[d]) <
+                                        std::abs(e4m3_value(best) * scale - row[d]))
+            best = b;
+        row[d] = e4m3_value(best) * scale;
+        const auto byte = std::uint8_t(best);
+        append(&byte, 1);
+      }
+    }
+    if (c.format == KeyFormat::E4M3) append(&scale, 4);
+  }
+}
+
 // n values of one of the shapes the header names, from a seeded stream
 std::vector<float> values(std::size_t n, int shape, std::mt19937& rng) {
   std::vector<float> v(n);
@@ -100,6 +141,8 @@ rc::Gen<DosaCall> gen_dosa_call() {
       for (std::size_t i = c.keys.size() / 2; i < c.keys.size(); ++i) c.keys[i] *= 0x1p20f;
     if (twist == 7)  // a tiny score range
       for (float& x : c.keys) x *= 0x1p-30f;
+    c.format = *gen::element(KeyFormat::F32, KeyFormat::F32, KeyFormat::BF16, KeyFormat::E4M3);
+    store_keys(c, rng);
     c.k = *gen::weightedOneOf<std::size_t>(
         {{6, gen::inRange<std::size_t>(1, std::max<std::size_t>(2, keys / 2 + 1))},
          {1, gen::inRange<std::size_t>(1, keys + 3)}});

@@ -17,14 +17,20 @@
 
 namespace aether::props {
 
-// One query against L fp32 keys: queries [H, D], weights [H], keys [L, D].
+// One query against L keys: queries [H, D], weights [H], keys [L, D] as the floats
+// they are (what the model reads) and as stored in `format` (what backends read;
+// the same values: BF16 and E4M3 keys are generated representable, E4M3 with a
+// power-of-two scale per row).
 struct DosaCall {
   std::vector<float> queries, weights, keys;
   std::size_t dim = 0, k = 0;
   std::vector<std::int32_t> seeds;
   DosaPlan plan;
+  KeyFormat format = KeyFormat::F32;
+  std::vector<std::byte> key_bytes;
   std::size_t heads() const { return weights.size(); }
   std::size_t key_count() const { return dim ? keys.size() / dim : 0; }
+  IndexKeys stored() const { return {format, key_bytes, dim}; }
 };
 void showValue(const DosaCall& call, std::ostream& os);
 

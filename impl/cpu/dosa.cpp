@@ -1,0 +1,344 @@
+#include "impl/cpu/dosa.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "impl/cpu/indexer.hpp"
+#include "impl/cpu/key_rows.hpp"
+
+namespace aether::cpu {
+
+namespace {
+namespace de = dosa_error;
+
+constexpr std::size_t kScreenBlock = 8192;  // keys screened before the survivors are judged
+constexpr double kPays = 0.9;               // pruning must cost under this share of full scoring
+
+// γ_n = n u / (1 - n u), u = 2^-24: n float roundings (docs/dosa.md)
+double gamma(std::size_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
+// x raised past the error of a few double roundings of quantities no larger than |x|
+double up(double x) { return x + std::abs(x) * 0x1p-50; }
+// ||v|| from above for a row of floats: squares and sum in double, then the sqrt
+double norm_up(std::span<const float> v) {
+  double s = 0;
+  for (float x : v) s += double(x) * double(x);
+  return std::sqrt(s) * (1 + double(v.size() + 4) * 0x1p-52);
+}
+
+// The keys of rows `ids`, contiguous, in keys' format.
+struct Rows {
+  std::vector<std::byte> bytes;
+  IndexKeys view;
+};
+Rows gather(const IndexKeys& keys, std::span<const std::int32_t> ids) {
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  Rows rows;
+  rows.bytes.resize(ids.size() * row_bytes);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    std::memcpy(rows.bytes.data() + i * row_bytes,
+                keys.bytes.data() + std::size_t(ids[i]) * row_bytes, row_bytes);
+  rows.view = {keys.format, rows.bytes, keys.dim};
+  return rows;
+}
+
+// A query's screen (source 001 §2.2): the retained heads with their anchored heads'
+// w_h beta_h folded into their weights (rounded up: each multiplies a ReLU), and
+// a_A with weight -1, scored by the scorer; U = P + residual ||k|| + slack.
+struct Screen {
+  std::vector<float> queries, weights;
+  double residual = 0, slack = 0;
+};
+Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t dim,
+               const DosaPlan& plan) {
+  const std::size_t heads = w.size();
+  const auto row = [&](std::size_t h) { return q.subspan(h * dim, dim); };
+  Screen s;
+  std::vector<double> folded(heads, 0);
+  for (std::uint32_t j : plan.retained) folded[j] = w[j];
+  double c = 0;  // Σ w_h ||d_h||, each from above
+  for (const DosaAnchor& a : plan.anchors) {
+    std::vector<float> d(row(a.head).begin(), row(a.head).end());
+    double dd = 0;
+    for (std::size_t i = 0; i < dim; ++i) {
+      const double x =
+          a.anchor == kNoAnchor ? double(d[i]) : double(d[i]) - double(a.beta) * row(a.anchor)[i];
+      dd += x * x;
+    }
+    c += double(w[a.head]) * std::sqrt(dd) * (1 + double(dim + 4) * 0x1p-52);
+    if (a.anchor != kNoAnchor) folded[a.anchor] += double(w[a.head]) * double(a.beta);
+  }
+  double total_weight = 0, error = 0, screen_magnitude = 0;  // Σ|w_h|, then the margins
+  for (std::size_t h = 0; h < heads; ++h) {
+    total_weight += std::abs(double(w[h]));
+    error += std::abs(double(w[h])) * norm_up(row(h));
+  }
+  error *= gamma(dim + heads + 2);  // the scorer's own error on this key (full scoring)
+  for (std::uint32_t j : plan.retained) {
+    float f = float(folded[j]);
+    if (double(f) < folded[j]) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    s.queries.insert(s.queries.end(), row(j).begin(), row(j).end());
+    s.weights.push_back(f);
+    screen_magnitude += std::abs(double(f)) * norm_up(row(j));
+  }
+  if (!plan.aggregated.empty()) {
+    std::vector<double> a(dim, 0);
+    double spread = 0;  // Σ |w_h| ||q_h||, the scale of a_A's rounding
+    for (std::uint32_t h : plan.aggregated) {
+      for (std::size_t i = 0; i < dim; ++i) a[i] += std::abs(double(w[h])) * row(h)[i];
+      spread += std::abs(double(w[h])) * norm_up(row(h));
+    }
+    for (double x : a) s.queries.push_back(float(x));
+    s.weights.push_back(-1.0f);
+    screen_magnitude += norm_up(std::span<const float>(s.queries).last(dim));
+    // a rounded a_A deducts at most ||delta|| ||k|| more than the exact one
+    error += (double(plan.aggregated.size()) * 0x1p-52 + 0x1p-24) * spread;
+  }
+  const std::size_t screen_heads = s.weights.size();
+  error += gamma(dim + screen_heads + 2) * screen_magnitude;  // the screen's scorer error
+  s.residual = up(up(up(c) * (1 + double(heads) * 0x1p-52)) + up(error));
+  double screen_weight = 0;
+  for (float f : s.weights) screen_weight += std::abs(double(f));
+  // products and sums that underflow: at most 2^-149 each, times the weights after them
+  s.slack = double((dim + 2) * (heads + screen_heads + 2)) * 0x1p-148 *
+            (1 + total_weight + screen_weight);
+  return s;
+}
+
+// ||k|| from above for every key (E4M3: the raw row's norm times its scale).
+std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  std::vector<double> norms(count);
+  std::vector<float> e(keys.dim);
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::byte* row = keys.bytes.data() + j * row_bytes;
+    for (std::size_t d = 0; d < keys.dim; ++d) e[d] = element(keys, row, d);
+    // plus 2^-66: elements whose squares underflow in the sum
+    norms[j] = up(norm_up(e) * double(row_scale(keys, row))) + 0x1p-66;
+  }
+  return norms;
+}
+
+// U for keys `ids` into bound[i]: the screen's scorer value P plus the residual
+// term and the slacks, each rounding of the sum covered (docs/dosa.md).
+void screen_bounds(const Screen& screen, const IndexKeys& keys, std::span<const std::int32_t> ids,
+                   std::span<const double> norms, std::span<double> bound) {
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  const Rows rows = gather(keys, ids);
+  std::vector<float> p(ids.size());
+  (void)index_scores(screen.queries, screen.weights, rows.view, p);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::size_t j = std::size_t(ids[i]);
+    const double scale = double(row_scale(keys, keys.bytes.data() + j * row_bytes));
+    const double term = up(screen.residual * norms[j]) + screen.slack * std::max(1.0, scale);
+    bound[i] = double(p[i]) + term + 0x1p-148 + (std::abs(double(p[i])) + term) * 0x1p-50;
+  }
+}
+
+Status<DosaError> check_plan(std::span<const float> w, const DosaPlan& plan) {
+  const std::size_t heads = w.size();
+  std::vector<char> placed(heads, 0), retained(heads, 0);
+  const auto place = [&](std::uint32_t h) -> bool {
+    if (h >= heads || placed[h]) return false;
+    return placed[h] = 1;
+  };
+  for (std::uint32_t h : plan.retained)
+    if (!place(h))
+      return de::BadPlan{h};
+    else
+      retained[h] = 1;
+  for (const DosaAnchor& a : plan.anchors)
+    if (!place(a.head) || !(w[a.head] > 0) || !(a.beta >= 0) || !std::isfinite(a.beta) ||
+        (a.anchor != kNoAnchor && (a.anchor >= heads || !retained[a.anchor])))
+      return de::BadPlan{a.head};
+  for (std::uint32_t h : plan.aggregated)
+    if (!place(h) || !(w[h] < 0)) return de::BadPlan{h};
+  for (std::uint32_t h = 0; h < heads; ++h)
+    if (w[h] > 0 && !placed[h]) return de::BadPlan{h};
+  return Ok{};
+}
+
+// (score, id) in the total order: higher score first, then lower id
+bool before(const std::pair<float, std::int32_t>& a, const std::pair<float, std::int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+// One query's lanes by full scoring.
+void full_topk(std::span<const float> q, std::span<const float> w, const IndexKeys& keys,
+               std::size_t count, std::size_t k, std::span<std::int32_t> out) {
+  std::vector<float> scores(count);
+  (void)index_scores(q, w, keys, scores);
+  (void)valid_prefix_topk(scores, count, std::vector<std::int32_t>{std::int32_t(count)}, k, out);
+}
+}  // namespace
+
+Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const float> weights,
+                            std::size_t query_count, const IndexKeys& keys, std::size_t k,
+                            std::span<const std::int32_t> seeds, std::span<const DosaPlan> plans,
+                            std::span<std::int32_t> out, const DosaOptions& options,
+                            DosaStats* stats) {
+  const std::size_t heads = query_count ? weights.size() / query_count : 0, dim = keys.dim;
+  if (heads * query_count != weights.size())
+    return de::ShapeMismatch{heads * query_count, weights.size()};
+  if (queries.size() != weights.size() * dim)
+    return de::ShapeMismatch{weights.size() * dim, queries.size()};
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    if (!std::isfinite(queries[i])) return de::NonFiniteInput{0, i};
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    if (!std::isfinite(weights[i])) return de::NonFiniteInput{1, i};
+  if (auto e = check_score_inputs({}, {}, keys)) {
+    if (auto* m = std::get_if<indexer_error::ShapeMismatch>(&*e)) return *m;
+    return std::get<indexer_error::NonFiniteInput>(*e);
+  }
+  const std::size_t row_bytes = key_row_bytes(keys.format, dim);
+  const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  std::vector<char> is_seed(count, 0);
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i] < 0 || std::size_t(seeds[i]) >= count || is_seed[std::size_t(seeds[i])])
+      return de::BadSeed{i, seeds[i]};
+    is_seed[std::size_t(seeds[i])] = 1;
+  }
+  if (plans.size() != query_count) return de::ShapeMismatch{query_count, plans.size()};
+  for (std::size_t t = 0; t < query_count; ++t)
+    if (auto st = check_plan(weights.subspan(t * heads, heads), plans[t]); !st.ok()) return st;
+  if (count > k && seeds.size() < k) return de::TooFewSeeds{seeds.size(), k};
+  if (out.size() != query_count * k) return de::ShapeMismatch{query_count * k, out.size()};
+
+  DosaStats local;
+  const Rows seed_rows = gather(keys, seeds);
+  std::vector<double> norms;  // computed once, for the first query that screens
+  std::vector<std::int32_t> others;
+  for (std::size_t j = 0; j < count; ++j)
+    if (!is_seed[j]) others.push_back(std::int32_t(j));
+  for (std::size_t t = 0; t < query_count; ++t) {
+    const auto q = queries.subspan(t * heads * dim, heads * dim);
+    const auto w = weights.subspan(t * heads, heads);
+    const auto lanes = out.subspan(t * k, k);
+    const DosaPlan& plan = plans[t];
+    const double screen_heads = double(plan.retained.size() + !plan.aggregated.empty());
+    const auto pays = [&](double survivor_rate) {
+      return !options.fall_back_when_unpaid ||
+             double(seeds.size()) * double(heads) +
+                     double(others.size()) * (screen_heads + survivor_rate * double(heads)) <
+                 kPays * double(count) * double(heads);
+    };
+    if (count <= k || !pays(0)) {
+      full_topk(q, w, keys, count, k, lanes);
+      ++local.full_queries;
+      continue;
+    }
+    std::vector<float> seed_scores(seeds.size());
+    (void)index_scores(q, w, seed_rows.view, seed_scores);
+    std::vector<std::pair<float, std::int32_t>> chosen;
+    for (std::size_t i = 0; i < seeds.size(); ++i) chosen.emplace_back(seed_scores[i], seeds[i]);
+    std::partial_sort(chosen.begin(), chosen.begin() + std::ptrdiff_t(k), chosen.end(), before);
+    chosen.resize(k);
+    const float tau = chosen.back().first;  // the K-th best seed score
+    if (norms.empty()) norms = key_norms(keys, count);
+    const Screen screen = prepare(q, w, dim, plan);
+    std::vector<std::int32_t> survivors;
+    std::vector<double> bound(kScreenBlock);
+    std::size_t screened = 0;
+    bool paid = true;
+    for (std::size_t first = 0; first < others.size() && paid; first += kScreenBlock) {
+      const auto ids = std::span<const std::int32_t>(others).subspan(
+          first, std::min(kScreenBlock, others.size() - first));
+      screen_bounds(screen, keys, ids, norms, bound);
+      for (std::size_t i = 0; i < ids.size(); ++i)
+        if (bound[i] >= double(tau)) survivors.push_back(ids[i]);
+      screened += ids.size();
+      if (first == 0) paid = pays(double(survivors.size()) / double(ids.size()));
+    }
+    if (!paid) {  // the survivors say the screen does not pay: score in full
+      full_topk(q, w, keys, count, k, lanes);
+      ++local.full_queries;
+      continue;
+    }
+    local.screened += screened;
+    local.survivors += survivors.size();
+    const Rows survivor_rows = gather(keys, survivors);
+    std::vector<float> scores(survivors.size());
+    (void)index_scores(q, w, survivor_rows.view, scores);
+    for (std::size_t i = 0; i < survivors.size(); ++i)
+      if (scores[i] >= tau) chosen.emplace_back(scores[i], survivors[i]);
+    std::partial_sort(chosen.begin(), chosen.begin() + std::ptrdiff_t(k), chosen.end(), before);
+    for (std::size_t i = 0; i < k; ++i) lanes[i] = chosen[i].second;
+    std::sort(lanes.begin(), lanes.end());
+  }
+  if (stats != nullptr) *stats = local;
+  return Ok{};
+}
+
+void dosa_bounds(std::span<const float> query, std::span<const float> weights,
+                 const IndexKeys& keys, const DosaPlan& plan, std::span<double> out) {
+  std::vector<std::int32_t> all(out.size());
+  std::iota(all.begin(), all.end(), 0);
+  screen_bounds(prepare(query, weights, keys.dim, plan), keys, all, key_norms(keys, out.size()),
+                out);
+}
+
+DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weights,
+                    const IndexKeys& keys, std::size_t budget,
+                    std::span<const std::int32_t> sample) {
+  const std::size_t heads = weights.size(), dim = keys.dim;
+  const auto row = [&](std::size_t h) { return queries.subspan(h * dim, dim); };
+  const auto dot = [&](std::span<const float> a, std::span<const float> b) {
+    double s = 0;
+    for (std::size_t i = 0; i < dim; ++i) s += double(a[i]) * double(b[i]);
+    return s;
+  };
+  std::vector<std::uint32_t> order(heads);
+  std::iota(order.begin(), order.end(), 0u);
+  const auto rank = [&](std::uint32_t h) {
+    return double(weights[h]) * double(weights[h]) * dot(row(h), row(h));
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return rank(a) > rank(b); });
+  DosaPlan plan;
+  plan.retained.assign(order.begin(), order.begin() + std::ptrdiff_t(std::min(budget, heads)));
+  std::sort(plan.retained.begin(), plan.retained.end());
+  std::vector<char> kept(heads, 0);
+  for (std::uint32_t h : plan.retained) kept[h] = 1;
+  const std::size_t row_bytes = key_row_bytes(keys.format, dim);
+  std::vector<float> sample_keys;  // a zero E4M3 scale zeroes the row: active nowhere
+  for (std::int32_t s : sample) {
+    const std::byte* key = keys.bytes.data() + std::size_t(s) * row_bytes;
+    for (std::size_t d = 0; d < dim; ++d)
+      sample_keys.push_back(row_scale(keys, key) > 0 ? element(keys, key, d) : 0.0f);
+  }
+  for (std::uint32_t h = 0; h < heads; ++h) {
+    if (kept[h]) continue;
+    if (weights[h] > 0) {
+      DosaAnchor best{h, kNoAnchor, 0};
+      double best_residual = dot(row(h), row(h));
+      for (std::uint32_t j : plan.retained) {
+        const double nj = dot(row(j), row(j)), p = std::max(0.0, dot(row(h), row(j)));
+        if (nj == 0) continue;
+        float beta = float(p / nj);  // then the largest float with beta nj <= p
+        while (std::fma(double(beta), nj, -p) > 0) beta = std::nextafter(beta, 0.0f);
+        for (float next = std::nextafter(beta, std::numeric_limits<float>::max());
+             std::fma(double(next), nj, -p) <= 0;
+             next = std::nextafter(next, std::numeric_limits<float>::max()))
+          beta = next;
+        double r = 0;
+        for (std::size_t i = 0; i < dim; ++i) {
+          const double x = double(row(h)[i]) - double(beta) * double(row(j)[i]);
+          r += x * x;
+        }
+        if (best.anchor == kNoAnchor || r < best_residual) best = {h, j, beta}, best_residual = r;
+      }
+      plan.anchors.push_back(best);
+    } else if (weights[h] < 0 && !sample.empty()) {
+      std::size_t active = 0;
+      for (std::size_t s = 0; s < sample.size(); ++s)
+        active += dot(row(h), std::span<const float>(sample_keys).subspan(s * dim, dim)) > 0;
+      if (2 * active >= sample.size()) plan.aggregated.push_back(h);
+    }
+  }
+  return plan;
+}
+
+}  // namespace aether::cpu

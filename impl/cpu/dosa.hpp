@@ -1,0 +1,62 @@
+// CPU backend of DoSA (model/dosa.hpp): a batch of queries' pruned top-K over the
+// same stored keys. Each query's lanes equal, bit for bit, full scoring
+// (cpu::index_scores) followed by cpu::valid_prefix_topk. docs/dosa.md proves the
+// float bound's margin.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "api/dosa.hpp"
+
+namespace aether::cpu {
+
+// What a call did, summed over its queries.
+struct DosaStats {
+  std::size_t screened = 0;      // keys bounded (neither seeds nor fully scored)
+  std::size_t survivors = 0;     // of those, bounded at or above tau: scored
+  std::size_t full_queries = 0;  // queries scored in full (nothing to prune, or it did not pay)
+};
+
+struct DosaOptions {
+  // Score a query in full when the cost rule says pruning will not pay. The lanes
+  // are the same either way; properties turn it off to screen small inputs too.
+  bool fall_back_when_unpaid = true;
+};
+
+// queries [T, H, D] fp32, weights [T, H], keys [L] in any KeyFormat, seeds shared by
+// the batch (distinct, visible), plans [T], out [T, K]: per query the best
+// min(K, L) keys in the total order (higher score, then lower index), ascending,
+// -1 padded. Refusals, in this order: shapes; the first NaN/inf query value, then
+// weight, by flat index; the keys as the scorer refuses them; a bad seed; plans'
+// length and a bad plan; fewer than K seeds while L > K; out's length. Nothing is
+// written on a refusal.
+//
+// Per query: with L <= K, or when the screen cannot pay (seeds H + (L - S)
+// (|R| + 1) >= 0.9 L H; or, after the first 8192 screened keys, the survivors seen
+// say it does not), full scoring. Else tau = the K-th best seed score; every other
+// key's float bound U (the retained heads with folded weights and a_A, scored by
+// the scorer, plus the residual term and the rounding margin) compared with tau;
+// survivors scored by the scorer, those below tau dropped, the rest merged with the
+// seeds' top-K.
+Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const float> weights,
+                            std::size_t query_count, const IndexKeys& keys, std::size_t k,
+                            std::span<const std::int32_t> seeds, std::span<const DosaPlan> plans,
+                            std::span<std::int32_t> out, const DosaOptions& options = {},
+                            DosaStats* stats = nullptr);
+
+// The float bound U of every key for one query [H, D] under a valid plan, checked
+// inputs (out [L]): what dosa_topk compares with tau. U >= the scorer's own score
+// of the key, whatever the inputs (the properties check it).
+void dosa_bounds(std::span<const float> query, std::span<const float> weights,
+                 const IndexKeys& keys, const DosaPlan& plan, std::span<double> out);
+
+// The plan rule of model::plan_heads in double arithmetic for one query [H, D]; the
+// sample keys are rows `sample` of `keys` (equal to the model's wherever the
+// products and sums involved are exact, as on integer grids).
+DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weights,
+                    const IndexKeys& keys, std::size_t budget,
+                    std::span<const std::int32_t> sample);
+
+}  // namespace aether::cpu
