@@ -1,5 +1,7 @@
 #include "model/dosa.hpp"
 
+#include "model/indexer.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -256,6 +258,25 @@ Result<std::vector<std::int32_t>, DosaError> dosa_topk(
     if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));
   }
   return best_k(candidates, k, score_of);
+}
+
+Result<std::vector<std::int32_t>, DosaError> dosa_topk(std::span<const float> queries,
+                                                       std::span<const float> weights,
+                                                       const IndexKeys& keys, std::size_t k,
+                                                       std::span<const std::int32_t> seeds,
+                                                       const DosaPlan& plan) {
+  if (queries.size() != weights.size() * keys.dim)
+    return de::ShapeMismatch{weights.size() * keys.dim, queries.size()};
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    if (!std::isfinite(queries[i])) return de::NonFiniteInput{0, i};
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    if (!std::isfinite(weights[i])) return de::NonFiniteInput{1, i};
+  const auto decoded = decode_keys(keys);
+  if (!decoded.ok()) {
+    if (auto* m = std::get_if<indexer_error::ShapeMismatch>(&decoded.error())) return *m;
+    return std::get<indexer_error::NonFiniteInput>(decoded.error());
+  }
+  return dosa_topk(queries, weights, decoded.value(), keys.dim, k, seeds, plan);
 }
 
 // L (|R| + [A nonempty]) + survivors H

@@ -82,6 +82,14 @@ Result<std::vector<std::int32_t>, DosaError> dosa_topk(
 std::size_t pruned_dot_products(std::size_t keys, const DosaPlan& plan, std::size_t survivors,
                                 std::size_t heads);
 
+// The same over stored keys: queries and weights checked first, then the keys as
+// decode_keys refuses them (ShapeMismatch, NonFiniteInput{2, .}), then the rest.
+Result<std::vector<std::int32_t>, DosaError> dosa_topk(std::span<const float> queries,
+                                                       std::span<const float> weights,
+                                                       const IndexKeys& keys, std::size_t k,
+                                                       std::span<const std::int32_t> seeds,
+                                                       const DosaPlan& plan);
+
 // Decode (source 001 §1): full scores stay; tau is the K-th best score among the
 // recently selected keys (at least K distinct), and only keys scoring at least tau
 // are ranked: the best K of them, ascending. The same answer as the plain top-K.

@@ -136,5 +136,45 @@ AETHER_PROP(DosaCpu, the_pruned_topk_is_full_scorings_bit_for_bit, "L3", ()) {
   RC_TAG(stats.full_queries == queries_count ? "every query scored in full" : "some query pruned");
 }
 
+// L1 on the integer grid, where every float operation is exact: the CPU's plan rule
+// equals the model's, and the CPU's pruned lanes the model's.
+AETHER_PROP(DosaCpu, agrees_with_the_model_on_the_grid, "L1", ()) {
+  const props::DosaCall c =
+      *rc::gen::suchThat(props::gen_dosa_call(), [](const props::DosaCall& d) { return d.grid; });
+  const auto budget = *rc::gen::inRange<std::size_t>(0, c.heads() + 1);
+  const auto sample = model::plan_sample(c.seeds);
+  std::vector<R> sample_keys;
+  for (std::int32_t s : sample)
+    for (std::size_t d = 0; d < c.dim; ++d)
+      sample_keys.push_back(model::exact(c.keys[std::size_t(s) * c.dim + d]));
+  const DosaPlan plan = cpu::plan_heads(c.queries, c.weights, c.stored(), budget, sample);
+  RC_ASSERT(plan == model::plan_heads(c.queries, c.weights, c.dim, budget, sample_keys));
+  V out(c.k, 77);
+  const std::vector<DosaPlan> plans{plan};
+  RC_ASSERT(cpu::dosa_topk(c.queries, c.weights, 1, c.stored(), c.k, c.seeds, plans, out,
+                           cpu::DosaOptions{false})
+                .ok());
+  RC_ASSERT(out == model::dosa_topk(c.queries, c.weights, c.stored(), c.k, c.seeds, plan).value());
+}
+
+// L0 refusals: the CPU refuses what the model refuses, with the same error, and
+// leaves out untouched; where the model accepts, a wrong out length is refused.
+AETHER_PROP(DosaCpu, refusals_agree_with_the_model, "L0", ()) {
+  const props::DosaCall c = *props::gen_faulty_dosa_call();
+  const auto want = model::dosa_topk(c.queries, c.weights, c.stored(), c.k, c.seeds, c.plan);
+  const std::ptrdiff_t delta = want.ok() ? *rc::gen::element<std::ptrdiff_t>(-1, 1) : 0;
+  V out(std::size_t(std::ptrdiff_t(c.k) + delta), 77);
+  const std::vector<DosaPlan> plans{c.plan};
+  const auto got = cpu::dosa_topk(c.queries, c.weights, 1, c.stored(), c.k, c.seeds, plans, out);
+  if (!want.ok()) {
+    RC_ASSERT(!got.ok());
+    RC_ASSERT(got.error() == want.error());
+  } else {
+    RC_ASSERT(!got.ok());
+    RC_ASSERT(got.error() == (DosaError{dosa_error::ShapeMismatch{c.k, out.size()}}));
+  }
+  RC_ASSERT(out == V(out.size(), 77));
+}
+
 }  // namespace
 }  // namespace aether

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -122,6 +124,7 @@ rc::Gen<DosaCall> gen_dosa_call() {
         {{6, gen::inRange<std::size_t>(0, 40)}, {1, gen::inRange<std::size_t>(40, 200)}});
     std::mt19937 rng{*gen::arbitrary<std::uint32_t>()};
     const int shape = *gen::inRange(0, 3);
+    c.grid = shape != 1;
     c.queries = values(heads * c.dim, shape, rng);
     c.keys = values(keys * c.dim, shape, rng);
     c.weights = values(heads, shape == 1 ? 1 : 0, rng);
@@ -162,6 +165,47 @@ rc::Gen<DosaCall> gen_dosa_call() {
           sample.push_back(model::exact(c.keys[std::size_t(s) * c.dim + d]));
       c.plan = model::plan_heads(c.queries, c.weights, c.dim,
                                  *gen::inRange<std::size_t>(0, heads + 1), sample);
+    }
+    return c;
+  });
+}
+
+rc::Gen<DosaCall> gen_faulty_dosa_call() {
+  return gen::exec([] {
+    DosaCall c = *gen_dosa_call();
+    const int faults = *gen::inRange(1, 32);
+    const float nan = std::numeric_limits<float>::quiet_NaN(),
+                inf = std::numeric_limits<float>::infinity();
+    if (faults & 1 && !c.queries.empty())
+      c.queries[*gen::inRange<std::size_t>(0, c.queries.size())] = *gen::element(nan, -inf);
+    if (faults & 2)
+      c.weights[*gen::inRange<std::size_t>(0, c.weights.size())] = *gen::element(nan, inf);
+    if (faults & 4 && !c.key_bytes.empty()) {
+      const std::size_t row_bytes = key_row_bytes(c.format, c.dim);
+      const std::size_t j = *gen::inRange<std::size_t>(0, c.key_count());
+      std::byte* row = c.key_bytes.data() + j * row_bytes;
+      if (c.format == KeyFormat::F32) {
+        std::memcpy(row + 4 * *gen::inRange<std::size_t>(0, c.dim), &nan, 4);
+      } else if (c.format == KeyFormat::BF16) {
+        const std::uint16_t half = 0x7fc0;
+        std::memcpy(row + 2 * *gen::inRange<std::size_t>(0, c.dim), &half, 2);
+      } else if (*gen::arbitrary<bool>()) {
+        row[*gen::inRange<std::size_t>(0, c.dim)] = std::byte{0x7f};
+      } else {
+        const float bad = *gen::element(nan, -1.0f);
+        std::memcpy(row + c.dim, &bad, 4);
+      }
+    }
+    if (faults & 8 && !c.seeds.empty())
+      c.seeds[*gen::inRange<std::size_t>(0, c.seeds.size())] =
+          *gen::element<std::int32_t>(-1, std::int32_t(c.key_count()), c.seeds[0]);
+    if (faults & 16) {
+      if (!c.plan.anchors.empty() && *gen::arbitrary<bool>())
+        c.plan.anchors.erase(c.plan.anchors.begin());
+      else if (!c.plan.anchors.empty())
+        c.plan.anchors[0].beta = -1.0f;
+      else if (!c.seeds.empty())
+        c.seeds.resize(c.k - 1 < c.seeds.size() ? c.k - 1 : c.seeds.size());
     }
     return c;
   });

@@ -28,6 +28,7 @@ struct DosaCall {
   DosaPlan plan;
   KeyFormat format = KeyFormat::F32;
   std::vector<std::byte> key_bytes;
+  bool grid = false;  // small integers (times powers of two): every float operation exact
   std::size_t heads() const { return weights.size(); }
   std::size_t key_count() const { return dim ? keys.size() / dim : 0; }
   IndexKeys stored() const { return {format, key_bytes, dim}; }
@@ -37,6 +38,11 @@ void showValue(const DosaCall& call, std::ostream& os);
 // A well-formed call: finite inputs, at least K distinct seeds when L > K, a valid
 // plan (the plan rule at a random budget, or any valid split of the heads).
 rc::Gen<DosaCall> gen_dosa_call();
+
+// A call with one or more faults: NaN or inf in a query, weight or key element (or an
+// E4M3 scale NaN or negative), a seed repeated or out of range, a plan missing an
+// anchor or anchored to an omitted head or with a negative beta, seeds cut below K.
+rc::Gen<DosaCall> gen_faulty_dosa_call();
 
 // Any valid plan for these weights: retained heads at random, every omitted
 // positive head anchored to a random retained head (or none) with beta 0, 1/2, 1, 2
