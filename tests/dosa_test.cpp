@@ -3,6 +3,8 @@
 // negative deduction, the teaching count; and the refusals.
 #include <gtest/gtest.h>
 
+#include "impl/cpu/dosa.hpp"
+#include "impl/cpu/indexer.hpp"
 #include "model/dosa.hpp"
 #include "model/indexer.hpp"
 
@@ -132,6 +134,67 @@ TEST(DosaModel, refusals) {
   // K >= L: the plain top-K, no seeds needed
   EXPECT_EQ(model::dosa_topk(queries, weights, keys, 2, 3, {}, all).value(),
             (std::vector<std::int32_t>{0, 1, 2}));
+}
+
+IndexKeys f32_keys(const F& keys, std::size_t dim) {
+  return {KeyFormat::F32, std::as_bytes(std::span<const float>(keys)), dim};
+}
+// The CPU's float bound of one key: the exact bound raised by the rounding margin.
+double cpu_bound(const F& queries, const F& weights, const F& key, const DosaPlan& plan) {
+  std::vector<double> u(1);
+  cpu::dosa_bounds(queries, weights, f32_keys(key, key.size()), plan, u);
+  return u[0];
+}
+
+// §3 on the CPU's scorer: 2*4 - 1*3 = 5, and a negative dot product deducts nothing.
+TEST(DosaCpu, weights_add_and_deduct_after_the_relu) {
+  const F key{1, 1};
+  std::vector<float> s(1);
+  ASSERT_TRUE(cpu::index_scores(F{4, 0, 0, 3}, F{2, -1}, f32_keys(key, 2), s).ok());
+  EXPECT_EQ(s[0], 5.0f);
+  ASSERT_TRUE(cpu::index_scores(F{4, 0, 0, -3}, F{2, -1}, f32_keys(key, 2), s).ok());
+  EXPECT_EQ(s[0], 8.0f);
+}
+
+// §2 end to end: K = 2, seeds scoring 9, 6, 2 give tau 6; a key bounded by 5 (every
+// head retained: its bound is its score plus the margin) is excluded, one scoring
+// exactly 6 survives and, tied with the seed at 6, loses to its lower index.
+TEST(DosaCpu, the_threshold_excludes_below_tau_and_keeps_equality) {
+  const F queries{1}, weights{1}, keys{9, 6, 2, 5, 6};
+  const std::vector<std::int32_t> seeds{0, 1, 2};
+  const std::vector<DosaPlan> plans{DosaPlan{{0}, {}, {}}};
+  std::vector<std::int32_t> out(2);
+  cpu::DosaStats stats;
+  ASSERT_TRUE(cpu::dosa_topk(queries, weights, 1, f32_keys(keys, 1), 2, seeds, plans, out,
+                             cpu::DosaOptions{false}, &stats)
+                  .ok());
+  EXPECT_EQ(out, (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(stats.screened, 2u);
+  EXPECT_EQ(stats.survivors, 1u);  // the key scoring 6
+}
+
+// §3.1 on the CPU: the anchored bound 11 (22 with weight 2) against a true 10 (20),
+// raised only by the rounding margin.
+TEST(DosaCpu, an_anchor_bounds_an_omitted_positive_head) {
+  for (const float w : {1.0f, 2.0f}) {
+    const double u = cpu_bound({1, 0, 2, 1}, {0, w}, {3, 4}, DosaPlan{{0}, {{1, 0, 2.0f}}, {}});
+    EXPECT_GE(u, 11.0 * w);
+    EXPECT_LT(u, 11.0 * w * (1 + 1e-5));
+  }
+}
+
+// §3.2 on the CPU: a_A = (1, 1) deducts 7 from 12 for k = (3, 4) (bound 5: excluded
+// at tau 6) and 1 for k = (3, -2) (bound 11).
+TEST(DosaCpu, aggregated_negative_heads_deduct_a_lower_bound) {
+  const F queries{4, 0, 1, 0, 0, 1}, weights{1, -1, -1};
+  const DosaPlan plan{{0}, {}, {1, 2}};
+  const double tight = cpu_bound(queries, weights, {3, 4}, plan);
+  EXPECT_GE(tight, 5.0);
+  EXPECT_LT(tight, 6.0);
+  EXPECT_LT(tight, 5.0 * (1 + 1e-5));
+  const double loose = cpu_bound(queries, weights, {3, -2}, plan);
+  EXPECT_GE(loose, 11.0);
+  EXPECT_LT(loose, 11.0 * (1 + 1e-5));
 }
 
 }  // namespace
