@@ -9,6 +9,7 @@
 #include "props/support/compare.hpp"
 #include "props/support/compress_backends.hpp"
 #include "props/support/compress_gen.hpp"
+#include "props/support/dosa_gen.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
 #include "props/support/model_adapter.hpp"
