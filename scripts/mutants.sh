@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
 shift || true
-only=" ${*:-witness indexer paging compress} "
+only=" ${*:-witness indexer paging compress dosa} "
 stage=${AETHER_MUTANT_STAGE:-}
 check_only=${AETHER_MUTANT_CHECK:-}
 names=${AETHER_MUTANT_NAMES:-.}
@@ -93,6 +93,32 @@ mutant witness impl-output-checked-first impl/witness_refusals.hpp \
   '/std::size_t learned_keep,$/,/return std::nullopt/ s|  if (static_cast<unsigned __int128>(topk) \* rows != learned_len)|  if (out_len != learned_len) return we::OutputSizeMismatch{learned_len, out_len};\n  if (static_cast<unsigned __int128>(topk) * rows != learned_len)|'
 mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
   's|if (learned_keep > topk) return|if (learned_keep >= topk) return|'
+
+# dosa: the threshold one rank too high, the anchored residual dropped or shrunk,
+# the aggregated deduction doubled, bound equal to tau excluded, the rounding
+# margin dropped, survivors scoring exactly tau dropped from the merge
+mutant dosa model-threshold-one-rank-high model/dosa.cpp \
+  's|  return sorted\[k - 1\];|  return sorted[k > 1 ? k - 2 : 0];|'
+mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
+  's|    const float tau = chosen.back().first;  // the K-th best seed score|    const float tau = chosen[k > 1 ? k - 2 : 0].first;|'
+mutant dosa model-residual-halved model/dosa.cpp \
+  's|    c += exact(weights\[a.head\]) \* upper_sqrt(norm_sq(d));|    c += exact(weights[a.head]) * upper_sqrt(norm_sq(d) / 4);|'
+mutant dosa cpu-residual-dropped impl/cpu/dosa.cpp \
+  's|    c += double(w\[a.head\]) \* std::sqrt(dd) \* (1 + double(dim + 4) \* 0x1p-52);|    c += 0 * dd;|'
+mutant dosa model-deduction-doubled model/dosa.cpp \
+  's|  return {p - relu(deduction), residual, norm_sq(key)};|  return {p - 2 * relu(deduction), residual, norm_sq(key)};|'
+mutant dosa cpu-deduction-doubled impl/cpu/dosa.cpp \
+  's|    s.weights.push_back(-1.0f);|    s.weights.push_back(-2.0f);|'
+mutant dosa model-bound-at-tau-excluded model/dosa.cpp \
+  's|  return gap > 0 \&\& |  return gap >= 0 \&\& |'
+mutant dosa cpu-bound-at-tau-excluded impl/cpu/dosa.cpp \
+  's|        if (bound\[i\] >= double(tau)) survivors.push_back(ids\[i\]);|        if (bound[i] > double(tau)) survivors.push_back(ids[i]);|'
+mutant dosa cpu-rounding-margin-dropped impl/cpu/dosa.cpp \
+  's|  s.residual = up(up(up(c) \* (1 + double(heads) \* 0x1p-52)) + up(error));|  s.residual = up(up(c) * (1 + double(heads) * 0x1p-52));|'
+mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
+  's|    if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));|    if (full_score(j) > tau) candidates.push_back(std::int32_t(j));|'
+mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
+  's|      if (scores\[i\] >= tau) chosen.emplace_back(scores\[i\], survivors\[i\]);|      if (scores[i] > tau) chosen.emplace_back(scores[i], survivors[i]);|'
 
 # indexer: tie order, signed zeros, the valid end, the tie quota, a radix digit,
 # candidates past the end. (hist[d] >= rank -> > rank is an equivalent mutant: the
