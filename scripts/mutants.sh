@@ -95,8 +95,10 @@ mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
   's|if (learned_keep > topk) return|if (learned_keep >= topk) return|'
 
 # dosa: the threshold one rank too high, the anchored residual dropped or shrunk,
-# the aggregated deduction doubled, bound equal to tau excluded, the rounding
-# margin dropped, survivors scoring exactly tau dropped from the merge
+# the aggregated deduction doubled, a bound equal to tau excluded (the model's: the
+# CPU's float bound exceeds the exact one by its margin, so its `>=` against `>`
+# differs only where a float lands on tau), the rounding margin dropped, survivors
+# scoring exactly tau dropped from the merge
 mutant dosa model-threshold-one-rank-high model/dosa.cpp \
   's|  return sorted\[k - 1\];|  return sorted[k > 1 ? k - 2 : 0];|'
 mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
@@ -110,9 +112,7 @@ mutant dosa model-deduction-doubled model/dosa.cpp \
 mutant dosa cpu-deduction-doubled impl/cpu/dosa.cpp \
   's|    s.weights.push_back(-1.0f);|    s.weights.push_back(-2.0f);|'
 mutant dosa model-bound-at-tau-excluded model/dosa.cpp \
-  's|  return gap > 0 \&\& |  return gap >= 0 \&\& |'
-mutant dosa cpu-bound-at-tau-excluded impl/cpu/dosa.cpp \
-  's|        if (bound\[i\] >= double(tau)) survivors.push_back(ids\[i\]);|        if (bound[i] > double(tau)) survivors.push_back(ids[i]);|'
+  's|  return gap > 0 \&\& u.residual \* u.residual \* u.key_norm_sq < gap \* gap;|  return gap >= 0 \&\& u.residual * u.residual * u.key_norm_sq <= gap * gap;|'
 mutant dosa cpu-rounding-margin-dropped impl/cpu/dosa.cpp \
   's|  s.residual = up(up(up(c) \* (1 + double(heads) \* 0x1p-52)) + up(error));|  s.residual = up(up(c) * (1 + double(heads) * 0x1p-52));|'
 mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
