@@ -280,6 +280,46 @@ void dosa_bounds(std::span<const float> query, std::span<const float> weights,
                 out);
 }
 
+std::vector<std::int32_t> cold_prior_seeds(std::span<const float> queries,
+                                           std::span<const float> weights, std::size_t query_count,
+                                           const IndexKeys& keys, std::size_t k,
+                                           std::size_t seed_count) {
+  const std::size_t heads = query_count ? weights.size() / query_count : 0, dim = keys.dim;
+  const std::size_t row_bytes = key_row_bytes(keys.format, dim);
+  const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  std::vector<std::uint32_t> hits(count, 0);
+  std::vector<float> scores(count);
+  std::vector<std::int32_t> lanes(k);
+  std::size_t last = query_count;  // representatives, each once
+  for (std::size_t i = 0; i < 4 && query_count > 0; ++i) {
+    const std::size_t t = (2 * i + 1) * query_count / 8;
+    if (t == last) continue;
+    last = t;
+    (void)index_scores(queries.subspan(t * heads * dim, heads * dim),
+                       weights.subspan(t * heads, heads), keys, scores);
+    (void)valid_prefix_topk(scores, count, std::vector<std::int32_t>{std::int32_t(count)}, k,
+                            lanes);
+    for (std::int32_t j : lanes)
+      if (j >= 0) ++hits[std::size_t(j)];
+  }
+  std::vector<std::int32_t> seeds(count);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  const std::size_t n = std::min(seed_count, count);
+  std::stable_sort(seeds.begin(), seeds.end(), [&](std::int32_t a, std::int32_t b) {
+    return hits[std::size_t(a)] > hits[std::size_t(b)];
+  });
+  seeds.resize(n);
+  std::sort(seeds.begin(), seeds.end());
+  return seeds;
+}
+
+std::vector<std::int32_t> plan_sample(std::span<const std::int32_t> seeds) {
+  const std::size_t n = std::min<std::size_t>(128, seeds.size());
+  std::vector<std::int32_t> sample;
+  for (std::size_t i = 0; i < n; ++i) sample.push_back(seeds[i * seeds.size() / n]);
+  return sample;
+}
+
 DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weights,
                     const IndexKeys& keys, std::size_t budget,
                     std::span<const std::int32_t> sample) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "api/dosa.hpp"
 
@@ -58,5 +59,17 @@ void dosa_bounds(std::span<const float> query, std::span<const float> weights,
 DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weights,
                     const IndexKeys& keys, std::size_t budget,
                     std::span<const std::int32_t> sample);
+
+// The cold prior of model::cold_prior_seeds for a batch [T, H, D] (checked inputs):
+// each of the representatives floor((2i + 1) T / 8) scored in full, each key
+// counted once per representative top-K it is in; the `seed_count` keys of highest
+// count (ties to the lower index), ascending.
+std::vector<std::int32_t> cold_prior_seeds(std::span<const float> queries,
+                                           std::span<const float> weights, std::size_t query_count,
+                                           const IndexKeys& keys, std::size_t k,
+                                           std::size_t seed_count);
+
+// The plan rule's sample: min(128, S) seeds evenly spaced, positions floor(i S / n).
+std::vector<std::int32_t> plan_sample(std::span<const std::int32_t> seeds);
 
 }  // namespace aether::cpu

@@ -1,0 +1,160 @@
+// DoSA on the CPU against full scoring (the scorer, then the top-k) in the same run,
+// on the structured workload of props/support/dosa_workload.hpp, identical lanes
+// asserted. Two tables:
+// - `dosa_bench sweep`: survivor rates (survivors / keys screened) across the
+//   workload's parameters, retained-head budgets, with and without the aggregated
+//   negative deduction; L 32768, K 2048, 8 queries, the cold prior's seeds.
+// - `dosa_bench` (default): time of a batch of 64 queries, H 64, D 128, K 2048, at
+//   L 32768 and 131072: full scoring, pruned with the cost rule, their ratio, the
+//   survivor rate. Medians of 3 runs.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "impl/cpu/dosa.hpp"
+#include "impl/cpu/indexer.hpp"
+#include "props/support/dosa_workload.hpp"
+
+namespace {
+
+using namespace aether;
+using V = std::vector<std::int32_t>;
+
+struct Setup {
+  props::DosaWorkload w;
+  props::DosaWorkloadParams p;
+  IndexKeys keys() const { return {KeyFormat::F32, std::as_bytes(std::span(w.keys)), p.dim}; }
+};
+
+std::vector<DosaPlan> plans_for(const Setup& s, const V& seeds, std::size_t budget,
+                                bool aggregate) {
+  std::vector<DosaPlan> plans;
+  const std::size_t h = s.p.heads, d = s.p.dim;
+  for (std::size_t t = 0; t < s.p.queries; ++t) {
+    plans.push_back(cpu::plan_heads(std::span(s.w.queries).subspan(t * h * d, h * d),
+                                    std::span(s.w.weights).subspan(t * h, h), s.keys(), budget,
+                                    cpu::plan_sample(seeds)));
+    if (!aggregate) plans.back().aggregated.clear();
+  }
+  return plans;
+}
+
+V full_lanes(const Setup& s, std::size_t k) {
+  const std::size_t h = s.p.heads, d = s.p.dim, n = s.p.keys;
+  V out(s.p.queries * k);
+  std::vector<float> scores(n);
+  for (std::size_t t = 0; t < s.p.queries; ++t) {
+    (void)cpu::index_scores(std::span(s.w.queries).subspan(t * h * d, h * d),
+                            std::span(s.w.weights).subspan(t * h, h), s.keys(), scores);
+    (void)cpu::valid_prefix_topk(scores, n, V{std::int32_t(n)}, k,
+                                 std::span(out).subspan(t * k, k));
+  }
+  return out;
+}
+
+double seconds(auto&& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int sweep() {
+  constexpr std::size_t k = 2048, seed_count = 12288;
+  struct Variant {
+    const char* name;
+    props::DosaWorkloadParams p;
+  };
+  std::vector<Variant> variants;
+  const auto add = [&](const char* name, auto change) {
+    props::DosaWorkloadParams p;
+    p.queries = 8;
+    change(p);
+    variants.push_back({name, p});
+  };
+  add("default", [](auto&) {});
+  add("parallel heads (1 direction, no noise)", [](auto& p) {
+    p.head_directions = 1;
+    p.head_noise = 0;
+    p.query_drift = 0;
+  });
+  add("redundant heads (noise 0.1)", [](auto& p) { p.head_noise = 0.1f; });
+  add("independent heads (noise 1.0)", [](auto& p) { p.head_noise = 1.0f; });
+  add("16 head directions", [](auto& p) { p.head_directions = 16; });
+  add("4 key directions", [](auto& p) { p.key_directions = 4; });
+  add("32 key directions", [](auto& p) { p.key_directions = 32; });
+  add("key noise 1.0", [](auto& p) { p.key_noise = 1.0f; });
+  add("no sinks", [](auto& p) { p.sinks = 0; });
+  add("30% negative heads", [](auto& p) { p.negative_heads = 0.3f; });
+  add("70% negative heads", [](auto& p) { p.negative_heads = 0.7f; });
+  add("32 heads", [](auto& p) { p.heads = 32; });
+  std::printf("survivor rate (survivors / keys screened), L 32768, K %zu, %zu cold-prior seeds\n",
+              k, seed_count);
+  std::printf("%-32s %7s %12s %12s\n", "workload", "budget", "aggregated", "no aggregate");
+  for (const Variant& v : variants) {
+    Setup s{props::make_dosa_workload(v.p), v.p};
+    const V seeds =
+        cpu::cold_prior_seeds(s.w.queries, s.w.weights, v.p.queries, s.keys(), k, seed_count);
+    const std::vector<std::size_t> budgets = v.p.heads == 32 ? std::vector<std::size_t>{14, 16, 20}
+                                                             : std::vector<std::size_t>{14, 16, 28};
+    for (std::size_t budget : budgets) {
+      double rate[2];
+      for (int a = 0; a < 2; ++a) {
+        const auto plans = plans_for(s, seeds, budget, a == 0);
+        V out(v.p.queries * k);
+        cpu::DosaStats stats;
+        (void)cpu::dosa_topk(s.w.queries, s.w.weights, v.p.queries, s.keys(), k, seeds, plans, out,
+                             cpu::DosaOptions{false}, &stats);
+        rate[a] = double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened));
+      }
+      std::printf("%-32s %7zu %11.1f%% %11.1f%%\n", v.name, budget, 100 * rate[0], 100 * rate[1]);
+    }
+  }
+  return 0;
+}
+
+int timing() {
+  constexpr std::size_t k = 2048, budget = 16;
+  bool ok = true;
+  for (const std::size_t keys : {32768, 131072}) {
+    for (const std::size_t seed_count : {4096, 12288}) {
+      props::DosaWorkloadParams p;
+      p.keys = keys;
+      Setup s{props::make_dosa_workload(p), p};
+      const V seeds =
+          cpu::cold_prior_seeds(s.w.queries, s.w.weights, p.queries, s.keys(), k, seed_count);
+      const auto plans = plans_for(s, seeds, budget, true);
+      V want, got(p.queries * k);
+      cpu::DosaStats stats;
+      std::vector<double> full, pruned;
+      for (int rep = 0; rep < 3; ++rep) {
+        full.push_back(seconds([&] { want = full_lanes(s, k); }));
+        pruned.push_back(seconds([&] {
+          (void)cpu::dosa_topk(s.w.queries, s.w.weights, p.queries, s.keys(), k, seeds, plans, got,
+                               {}, &stats);
+        }));
+      }
+      std::sort(full.begin(), full.end());
+      std::sort(pruned.begin(), pruned.end());
+      if (got != want) ok = false;
+      std::printf(
+          "dosa cpu L %6zu, T %zu, H %zu, D %zu, K %zu, %5zu seeds, budget %zu: full %.3f s, "
+          "pruned %.3f s, full / pruned %.2fx; survivors %.2f%% of %zu screened, %zu of %zu "
+          "queries in full; lanes %s\n",
+          keys, p.queries, p.heads, p.dim, k, seed_count, budget, full[1], pruned[1],
+          full[1] / pruned[1],
+          100 * double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened)),
+          stats.screened, stats.full_queries, p.queries, got == want ? "identical" : "DIFFER");
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "sweep") == 0) return sweep();
+  return timing();
+}
