@@ -157,6 +157,29 @@ AETHER_PROP(DosaCpu, agrees_with_the_model_on_the_grid, "L1", ()) {
   RC_ASSERT(out == model::dosa_topk(c.queries, c.weights, c.stored(), c.k, c.seeds, plan).value());
 }
 
+// L1 on the grid: the CPU's cold prior (representatives scored by the scorer and
+// ranked by its top-k) picks the model's seeds.
+AETHER_PROP(DosaCpu, the_cold_prior_is_the_models_on_the_grid, "L1", ()) {
+  const props::DosaCall c =
+      *rc::gen::suchThat(props::gen_dosa_call(), [](const props::DosaCall& d) { return d.grid; });
+  const std::size_t batch = *rc::gen::inRange<std::size_t>(1, 9);
+  std::vector<float> queries, weights;
+  for (std::size_t t = 0; t < batch; ++t) {  // the first query's heads rotated
+    for (std::size_t i = 0; i < c.queries.size(); ++i)
+      queries.push_back(c.queries[(i + t * c.dim) % c.queries.size()]);
+    weights.insert(weights.end(), c.weights.begin(), c.weights.end());
+  }
+  const auto seed_count = *rc::gen::inRange<std::size_t>(0, c.key_count() + 2);
+  std::vector<std::vector<R>> rep_scores;
+  for (std::size_t t : model::representative_queries(batch))
+    rep_scores.push_back(
+        model::index_scores(std::span(queries).subspan(t * c.queries.size(), c.queries.size()),
+                            c.weights, c.stored())
+            .value());
+  RC_ASSERT(cpu::cold_prior_seeds(queries, weights, batch, c.stored(), c.k, seed_count) ==
+            model::cold_prior_seeds(rep_scores, c.k, seed_count));
+}
+
 // L0 refusals: the CPU refuses what the model refuses, with the same error, and
 // leaves out untouched; where the model accepts, a wrong out length is refused.
 AETHER_PROP(DosaCpu, refusals_agree_with_the_model, "L0", ()) {

@@ -119,6 +119,8 @@ mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
   's|    if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));|    if (full_score(j) > tau) candidates.push_back(std::int32_t(j));|'
 mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
   's|      if (scores\[i\] >= tau) chosen.emplace_back(scores\[i\], survivors\[i\]);|      if (scores[i] > tau) chosen.emplace_back(scores[i], survivors[i]);|'
+mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa.cpp \
+  's|    if (t == last) continue;||'
 
 # indexer: tie order, signed zeros, the valid end, the tie quota, a radix digit,
 # candidates past the end. (hist[d] >= rank -> > rank is an equivalent mutant: the
