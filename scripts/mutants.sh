@@ -121,6 +121,8 @@ mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
   's|      if (scores\[i\] >= tau) chosen.emplace_back(scores\[i\], survivors\[i\]);|      if (scores[i] > tau) chosen.emplace_back(scores[i], survivors[i]);|'
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa.cpp \
   's|    if (t == last) continue;||'
+mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa.cpp \
+  's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
 
 # indexer: tie order, signed zeros, the valid end, the tie quota, a radix digit,
 # candidates past the end. (hist[d] >= rank -> > rank is an equivalent mutant: the

@@ -280,6 +280,37 @@ void dosa_bounds(std::span<const float> query, std::span<const float> weights,
                 out);
 }
 
+Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std::int32_t> recent,
+                              std::size_t k, std::span<std::int32_t> out) {
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    if (!std::isfinite(scores[i])) return de::NonFiniteInput{3, i};
+  std::vector<char> seen(scores.size(), 0);
+  for (std::size_t i = 0; i < recent.size(); ++i) {
+    if (recent[i] < 0 || std::size_t(recent[i]) >= scores.size() || seen[std::size_t(recent[i])])
+      return de::BadSeed{i, recent[i]};
+    seen[std::size_t(recent[i])] = 1;
+  }
+  const bool prune = scores.size() > k;
+  if (prune && recent.size() < k) return de::TooFewSeeds{recent.size(), k};
+  if (out.size() != k) return de::ShapeMismatch{k, out.size()};
+  float tau = -std::numeric_limits<float>::infinity();
+  if (prune) {
+    std::vector<float> recent_scores;
+    for (std::int32_t j : recent) recent_scores.push_back(scores[std::size_t(j)]);
+    std::nth_element(recent_scores.begin(), recent_scores.begin() + std::ptrdiff_t(k - 1),
+                     recent_scores.end(), std::greater<>());
+    tau = recent_scores[k - 1];
+  }
+  std::vector<std::pair<float, std::int32_t>> ranked;  // only keys at or above tau
+  for (std::size_t j = 0; j < scores.size(); ++j)
+    if (scores[j] >= tau) ranked.emplace_back(scores[j], std::int32_t(j));
+  const std::size_t n = std::min(k, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + std::ptrdiff_t(n), ranked.end(), before);
+  for (std::size_t i = 0; i < k; ++i) out[i] = i < n ? ranked[i].second : -1;
+  std::sort(out.begin(), out.begin() + std::ptrdiff_t(n));
+  return Ok{};
+}
+
 std::vector<std::int32_t> cold_prior_seeds(std::span<const float> queries,
                                            std::span<const float> weights, std::size_t query_count,
                                            const IndexKeys& keys, std::size_t k,
