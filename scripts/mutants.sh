@@ -121,6 +121,8 @@ mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
   's|      if (scores\[i\] >= tau) chosen.emplace_back(scores\[i\], survivors\[i\]);|      if (scores[i] > tau) chosen.emplace_back(scores[i], survivors[i]);|'
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa.cpp \
   's|    if (t == last) continue;||'
+mutant dosa cpu-fallback-forgets-the-seed-scores impl/cpu/dosa.cpp \
+  's|      for (std::size_t i = 0; i < seeds.size(); ++i) scores\[std::size_t(seeds\[i\])\] = seed_scores\[i\];||'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
 

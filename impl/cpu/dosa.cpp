@@ -122,20 +122,25 @@ std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
   return norms;
 }
 
-// U for keys `ids` into bound[i]: the screen's scorer value P plus the residual
-// term and the slacks, each rounding of the sum covered (docs/dosa.md).
-void screen_bounds(const Screen& screen, const IndexKeys& keys, std::span<const std::int32_t> ids,
-                   std::span<const double> norms, std::span<double> bound) {
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  const Rows rows = gather(keys, ids);
-  std::vector<float> p(ids.size());
-  (void)index_scores(screen.queries, screen.weights, rows.view, p);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    const std::size_t j = std::size_t(ids[i]);
-    const double scale = double(row_scale(keys, keys.bytes.data() + j * row_bytes));
-    const double term = up(screen.residual * norms[j]) + screen.slack * std::max(1.0, scale);
+// U of every row of `block` (contiguous stored keys, their norms alongside): the
+// screen's scorer value P plus the residual term and the slacks, each rounding of
+// the sum covered (docs/dosa.md).
+void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const double> norms,
+                   std::span<double> bound) {
+  const std::size_t row_bytes = key_row_bytes(block.format, block.dim);
+  std::vector<float> p(norms.size());
+  (void)index_scores(screen.queries, screen.weights, block, p);
+  for (std::size_t i = 0; i < norms.size(); ++i) {
+    const double scale = double(row_scale(block, block.bytes.data() + i * row_bytes));
+    const double term = up(screen.residual * norms[i]) + screen.slack * std::max(1.0, scale);
     bound[i] = double(p[i]) + term + 0x1p-148 + (std::abs(double(p[i])) + term) * 0x1p-50;
   }
+}
+
+// Rows [first, first + n) of contiguous stored keys.
+IndexKeys rows_of(const IndexKeys& keys, std::size_t first, std::size_t n) {
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  return {keys.format, keys.bytes.subspan(first * row_bytes, n * row_bytes), keys.dim};
 }
 
 Status<DosaError> check_plan(std::span<const float> w, const DosaPlan& plan) {
@@ -208,11 +213,14 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   if (out.size() != query_count * k) return de::ShapeMismatch{query_count * k, out.size()};
 
   DosaStats local;
-  const Rows seed_rows = gather(keys, seeds);
-  std::vector<double> norms;  // computed once, for the first query that screens
   std::vector<std::int32_t> others;
   for (std::size_t j = 0; j < count; ++j)
     if (!is_seed[j]) others.push_back(std::int32_t(j));
+  // Gathered once for every query: the seeds' rows, the others' rows (screened in
+  // contiguous blocks) and the others' norms.
+  const Rows seed_rows = gather(keys, seeds);
+  Rows other_rows;
+  std::vector<double> norms;
   for (std::size_t t = 0; t < query_count; ++t) {
     const auto q = queries.subspan(t * heads * dim, heads * dim);
     const auto w = weights.subspan(t * heads, heads);
@@ -237,23 +245,32 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     std::partial_sort(chosen.begin(), chosen.begin() + std::ptrdiff_t(k), chosen.end(), before);
     chosen.resize(k);
     const float tau = chosen.back().first;  // the K-th best seed score
-    if (norms.empty()) norms = key_norms(keys, count);
+    if (norms.empty()) {
+      other_rows = gather(keys, others);
+      norms = key_norms(other_rows.view, others.size());
+    }
     const Screen screen = prepare(q, w, dim, plan);
     std::vector<std::int32_t> survivors;
     std::vector<double> bound(kScreenBlock);
     std::size_t screened = 0;
     bool paid = true;
     for (std::size_t first = 0; first < others.size() && paid; first += kScreenBlock) {
-      const auto ids = std::span<const std::int32_t>(others).subspan(
-          first, std::min(kScreenBlock, others.size() - first));
-      screen_bounds(screen, keys, ids, norms, bound);
-      for (std::size_t i = 0; i < ids.size(); ++i)
-        if (bound[i] >= double(tau)) survivors.push_back(ids[i]);
-      screened += ids.size();
-      if (first == 0) paid = pays(double(survivors.size()) / double(ids.size()));
+      const std::size_t n = std::min(kScreenBlock, others.size() - first);
+      screen_bounds(screen, rows_of(other_rows.view, first, n),
+                    std::span<const double>(norms).subspan(first, n), bound);
+      for (std::size_t i = 0; i < n; ++i)
+        if (bound[i] >= double(tau)) survivors.push_back(others[first + i]);
+      screened += n;
+      if (first == 0) paid = pays(double(survivors.size()) / double(n));
     }
-    if (!paid) {  // the survivors say the screen does not pay: score in full
-      full_topk(q, w, keys, count, k, lanes);
+    if (!paid) {  // the survivors say the screen does not pay: score the others in full
+      std::vector<float> other_scores(others.size()), scores(count);
+      (void)index_scores(q, w, other_rows.view, other_scores);
+      for (std::size_t i = 0; i < seeds.size(); ++i) scores[std::size_t(seeds[i])] = seed_scores[i];
+      for (std::size_t i = 0; i < others.size(); ++i)
+        scores[std::size_t(others[i])] = other_scores[i];
+      (void)valid_prefix_topk(scores, count, std::vector<std::int32_t>{std::int32_t(count)}, k,
+                              lanes);
       ++local.full_queries;
       continue;
     }
@@ -274,10 +291,7 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
 
 void dosa_bounds(std::span<const float> query, std::span<const float> weights,
                  const IndexKeys& keys, const DosaPlan& plan, std::span<double> out) {
-  std::vector<std::int32_t> all(out.size());
-  std::iota(all.begin(), all.end(), 0);
-  screen_bounds(prepare(query, weights, keys.dim, plan), keys, all, key_norms(keys, out.size()),
-                out);
+  screen_bounds(prepare(query, weights, keys.dim, plan), keys, key_norms(keys, out.size()), out);
 }
 
 Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std::int32_t> recent,
