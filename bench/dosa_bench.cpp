@@ -5,8 +5,9 @@
 //   workload's parameters, retained-head budgets, with and without the aggregated
 //   negative deduction; L 32768, K 2048, 8 queries, the cold prior's seeds.
 // - `dosa_bench` (default): time of a batch of 64 queries, H 64, D 128, K 2048, at
-//   L 32768 and 131072: full scoring, pruned with the cost rule, their ratio, the
-//   survivor rate. Medians of 3 runs.
+//   L 32768 and 131072, on the default workload and on parallel heads (one
+//   direction, no noise: where one anchor is exact): full scoring, pruned with the
+//   cost rule, their ratio, the survivor rate. Medians of 3 runs.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -118,37 +119,39 @@ int sweep() {
 int timing() {
   constexpr std::size_t k = 2048, budget = 16;
   bool ok = true;
-  for (const std::size_t keys : {32768, 131072}) {
-    for (const std::size_t seed_count : {4096, 12288}) {
-      props::DosaWorkloadParams p;
-      p.keys = keys;
-      Setup s{props::make_dosa_workload(p), p};
-      const V seeds =
-          cpu::cold_prior_seeds(s.w.queries, s.w.weights, p.queries, s.keys(), k, seed_count);
-      const auto plans = plans_for(s, seeds, budget, true);
-      V want, got(p.queries * k);
-      cpu::DosaStats stats;
-      std::vector<double> full, pruned;
-      for (int rep = 0; rep < 3; ++rep) {
-        full.push_back(seconds([&] { want = full_lanes(s, k); }));
-        pruned.push_back(seconds([&] {
-          (void)cpu::dosa_topk(s.w.queries, s.w.weights, p.queries, s.keys(), k, seeds, plans, got,
-                               {}, &stats);
-        }));
+  for (const bool parallel : {false, true})
+    for (const std::size_t keys : {32768, 131072}) {
+      for (const std::size_t seed_count : {4096, 12288}) {
+        props::DosaWorkloadParams p;
+        p.keys = keys;
+        if (parallel) p.head_directions = 1, p.head_noise = 0, p.query_drift = 0;
+        Setup s{props::make_dosa_workload(p), p};
+        const V seeds =
+            cpu::cold_prior_seeds(s.w.queries, s.w.weights, p.queries, s.keys(), k, seed_count);
+        const auto plans = plans_for(s, seeds, budget, true);
+        V want, got(p.queries * k);
+        cpu::DosaStats stats;
+        std::vector<double> full, pruned;
+        for (int rep = 0; rep < 3; ++rep) {
+          full.push_back(seconds([&] { want = full_lanes(s, k); }));
+          pruned.push_back(seconds([&] {
+            (void)cpu::dosa_topk(s.w.queries, s.w.weights, p.queries, s.keys(), k, seeds, plans,
+                                 got, {}, &stats);
+          }));
+        }
+        std::sort(full.begin(), full.end());
+        std::sort(pruned.begin(), pruned.end());
+        if (got != want) ok = false;
+        std::printf(
+            "dosa cpu %s L %6zu, T %zu, H %zu, D %zu, K %zu, %5zu seeds, budget %zu: full %.3f s, "
+            "pruned %.3f s, full / pruned %.2fx; survivors %.2f%% of %zu screened, %zu of %zu "
+            "queries in full; lanes %s\n",
+            parallel ? "parallel heads" : "default       ", keys, p.queries, p.heads, p.dim, k,
+            seed_count, budget, full[1], pruned[1], full[1] / pruned[1],
+            100 * double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened)),
+            stats.screened, stats.full_queries, p.queries, got == want ? "identical" : "DIFFER");
       }
-      std::sort(full.begin(), full.end());
-      std::sort(pruned.begin(), pruned.end());
-      if (got != want) ok = false;
-      std::printf(
-          "dosa cpu L %6zu, T %zu, H %zu, D %zu, K %zu, %5zu seeds, budget %zu: full %.3f s, "
-          "pruned %.3f s, full / pruned %.2fx; survivors %.2f%% of %zu screened, %zu of %zu "
-          "queries in full; lanes %s\n",
-          keys, p.queries, p.heads, p.dim, k, seed_count, budget, full[1], pruned[1],
-          full[1] / pruned[1],
-          100 * double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened)),
-          stats.screened, stats.full_queries, p.queries, got == want ? "identical" : "DIFFER");
     }
-  }
   return ok ? 0 : 1;
 }
 

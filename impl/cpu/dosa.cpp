@@ -15,8 +15,11 @@ namespace aether::cpu {
 namespace {
 namespace de = dosa_error;
 
-constexpr std::size_t kScreenBlock = 8192;  // keys screened before the survivors are judged
-constexpr double kPays = 0.9;               // pruning must cost under this share of full scoring
+// The first kProbe keys screened that are not seeds are a probe: their survivor
+// rate decides whether the rest is screened or the query scored in full (a small
+// probe wastes little when it says "in full").
+constexpr std::size_t kProbe = 2048, kScreenBlock = 8192;
+constexpr double kPays = 0.9;  // pruning must cost under this share of full scoring
 
 // γ_n = n u / (1 - n u), u = 2^-24: n float roundings (docs/dosa.md)
 double gamma(std::size_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
@@ -213,14 +216,21 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   if (out.size() != query_count * k) return de::ShapeMismatch{query_count * k, out.size()};
 
   DosaStats local;
-  std::vector<std::int32_t> others;
-  for (std::size_t j = 0; j < count; ++j)
-    if (!is_seed[j]) others.push_back(std::int32_t(j));
-  // Gathered once for every query: the seeds' rows, the others' rows (screened in
-  // contiguous blocks) and the others' norms.
+  const std::size_t others = count - seeds.size();
+  // The screen reads the keys in place, in contiguous blocks, seeds included (their
+  // bounds unused: less than gathering the others); norms once for the batch.
   const Rows seed_rows = gather(keys, seeds);
-  Rows other_rows;
-  std::vector<double> norms;
+  std::vector<double> norms(count);
+  std::vector<char> normed(count / kProbe + 2, 0);  // by block start / kProbe
+  const auto norms_of = [&](std::size_t first, std::size_t n) {
+    if (!normed[first / kProbe]) {
+      const auto part = key_norms(rows_of(keys, first, n), n);
+      std::copy(part.begin(), part.end(), norms.begin() + std::ptrdiff_t(first));
+      normed[first / kProbe] = 1;
+    }
+    return std::span<const double>(norms).subspan(first, n);
+  };
+  bool batch_pays = true;
   for (std::size_t t = 0; t < query_count; ++t) {
     const auto q = queries.subspan(t * heads * dim, heads * dim);
     const auto w = weights.subspan(t * heads, heads);
@@ -229,11 +239,11 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     const double screen_heads = double(plan.retained.size() + !plan.aggregated.empty());
     const auto pays = [&](double survivor_rate) {
       return !options.fall_back_when_unpaid ||
-             double(seeds.size()) * double(heads) +
-                     double(others.size()) * (screen_heads + survivor_rate * double(heads)) <
+             double(seeds.size()) * double(heads) + double(count) * screen_heads +
+                     double(others) * survivor_rate * double(heads) <
                  kPays * double(count) * double(heads);
     };
-    if (count <= k || !pays(0)) {
+    if (count <= k || !pays(0) || !batch_pays) {
       full_topk(q, w, keys, count, k, lanes);
       ++local.full_queries;
       continue;
@@ -245,32 +255,27 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     std::partial_sort(chosen.begin(), chosen.begin() + std::ptrdiff_t(k), chosen.end(), before);
     chosen.resize(k);
     const float tau = chosen.back().first;  // the K-th best seed score
-    if (norms.empty()) {
-      other_rows = gather(keys, others);
-      norms = key_norms(other_rows.view, others.size());
-    }
     const Screen screen = prepare(q, w, dim, plan);
     std::vector<std::int32_t> survivors;
     std::vector<double> bound(kScreenBlock);
     std::size_t screened = 0;
-    bool paid = true;
-    for (std::size_t first = 0; first < others.size() && paid; first += kScreenBlock) {
-      const std::size_t n = std::min(kScreenBlock, others.size() - first);
-      screen_bounds(screen, rows_of(other_rows.view, first, n),
-                    std::span<const double>(norms).subspan(first, n), bound);
-      for (std::size_t i = 0; i < n; ++i)
-        if (bound[i] >= double(tau)) survivors.push_back(others[first + i]);
-      screened += n;
-      if (first == 0) paid = pays(double(survivors.size()) / double(n));
+    bool paid = true, judged = false;
+    for (std::size_t first = 0, n = 0; first < count && paid; first += n) {
+      n = std::min(first == 0 ? kProbe : kScreenBlock, count - first);
+      screen_bounds(screen, rows_of(keys, first, n), norms_of(first, n), bound);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (is_seed[first + i]) continue;
+        ++screened;
+        if (bound[i] >= double(tau)) survivors.push_back(std::int32_t(first + i));
+      }
+      if (!judged && screened >= kProbe) {  // the probe: kProbe keys that are not seeds
+        judged = true;
+        paid = pays(double(survivors.size()) / double(screened));
+      }
     }
-    if (!paid) {  // the survivors say the screen does not pay: score the others in full
-      std::vector<float> other_scores(others.size()), scores(count);
-      (void)index_scores(q, w, other_rows.view, other_scores);
-      for (std::size_t i = 0; i < seeds.size(); ++i) scores[std::size_t(seeds[i])] = seed_scores[i];
-      for (std::size_t i = 0; i < others.size(); ++i)
-        scores[std::size_t(others[i])] = other_scores[i];
-      (void)valid_prefix_topk(scores, count, std::vector<std::int32_t>{std::int32_t(count)}, k,
-                              lanes);
+    if (!paid) {           // the probe says the screen does not pay: score in full,
+      batch_pays = false;  // and the batch's later queries without a screen
+      full_topk(q, w, keys, count, k, lanes);
       ++local.full_queries;
       continue;
     }

@@ -35,9 +35,9 @@ struct DosaOptions {
 // written on a refusal.
 //
 // Per query: with L <= K, or when the screen cannot pay (seeds H + (L - S)
-// (|R| + 1) >= 0.9 L H; or, after the first 8192 screened keys, the survivors seen
-// say it does not), full scoring. Else tau = the K-th best seed score; every other
-// key's float bound U (the retained heads with folded weights and a_A, scored by
+// (|R| + 1) >= 0.9 L H; or, after the first 2048 screened keys, the survivors seen
+// say it does not: then the batch's later queries too), full scoring. Else tau = the K-th best seed
+// score; every other key's float bound U (the retained heads with folded weights and a_A, scored by
 // the scorer, plus the residual term and the rounding margin) compared with tau;
 // survivors scored by the scorer, those below tau dropped, the rest merged with the
 // seeds' top-K.
