@@ -487,5 +487,39 @@ AETHER_PROP(IndexerCpu, the_portable_path_equals_the_avx2_path, "L3", ()) {
     RC_ASSERT(std::bit_cast<std::uint32_t>(simd[j]) == std::bit_cast<std::uint32_t>(plain[j]));
 }
 
+// L3: a batch of 1 to 4 queries (the call's heads rotated) scores each query bit for
+// bit as index_scores does alone, on the AVX2 and the portable path.
+AETHER_PROP(IndexerCpu, a_batch_scores_each_query_as_alone, "L3", ()) {
+  const props::ScoreCall c =
+      *gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call());
+  const std::size_t batch = *gen::inRange<std::size_t>(1, 5), rows = c.rows();
+  std::vector<float> queries, weights;
+  for (std::size_t t = 0; t < batch; ++t) {
+    for (std::size_t i = 0; i < c.queries.size(); ++i)
+      queries.push_back(c.queries[(i + t * c.dim) % c.queries.size()]);
+    for (std::size_t i = 0; i < c.weights.size(); ++i)
+      weights.push_back(c.weights[(i + t) % c.weights.size()]);
+  }
+  const bool simd = *gen::arbitrary<bool>();
+  struct Path {
+    explicit Path(bool simd) { cpu::simd_allowed() = simd; }
+    ~Path() { cpu::simd_allowed() = true; }
+  } path(simd);
+  std::vector<float> all(batch * rows), one(rows);
+  RC_ASSERT(cpu::index_scores_batch(queries, weights, batch, c.keys(), all).ok());
+  const std::size_t per_query = c.queries.size(), heads = c.weights.size();
+  for (std::size_t t = 0; t < batch; ++t) {
+    RC_ASSERT(cpu::index_scores(std::span(queries).subspan(t * per_query, per_query),
+                                std::span(weights).subspan(t * heads, heads), c.keys(), one)
+                  .ok());
+    for (std::size_t j = 0; j < rows; ++j)
+      RC_ASSERT(std::bit_cast<std::uint32_t>(all[t * rows + j]) ==
+                std::bit_cast<std::uint32_t>(one[j]));
+  }
+  std::vector<float> short_out(batch * rows + 1);
+  RC_ASSERT(cpu::index_scores_batch(queries, weights, batch, c.keys(), short_out).error() ==
+            (IndexerError{indexer_error::ShapeMismatch{batch * rows, batch * rows + 1}}));
+}
+
 }  // namespace
 }  // namespace aether

@@ -53,4 +53,13 @@ namespace aether::cpu {
 Status<IndexerError> index_scores(std::span<const float> queries, std::span<const float> weights,
                                   const IndexKeys& keys, std::span<float> out);
 
+// T queries at once over the same keys: queries [T, H, D], weights [T, H], out
+// [T, L], row t bit for bit index_scores of query t. Each tile of keys is decoded
+// once for all T queries, so that few heads a query (DoSA's screen) cost what their
+// arithmetic costs. Refusals as index_scores': shapes, the first non-finite query
+// value and weight by flat index, the keys, then out's length T L.
+Status<IndexerError> index_scores_batch(std::span<const float> queries,
+                                        std::span<const float> weights, std::size_t query_count,
+                                        const IndexKeys& keys, std::span<float> out);
+
 }  // namespace aether::cpu

@@ -104,30 +104,35 @@ __attribute__((target("avx2,fma"))) inline void score_heads(const float* queries
   }
 }
 
-// kTile keys from `first`, the same operations eight keys to a vector: keys are
-// decoded into a [D][kTile] tile, six (then four) heads at a time share each tile load.
+// Keys [first, first + count) into the [D][kTile] tile.
+__attribute__((target("avx2,fma"))) void load_tile_avx2(const IndexKeys& keys, std::size_t first,
+                                                        std::size_t count, float* tile) {
+  if (count == kTile && keys.dim % 8 == 0 && keys.format != KeyFormat::E4M3) {
+    transpose_tile_avx2(keys, first, tile);
+    return;
+  }
+  switch (keys.format) {
+    case KeyFormat::F32:
+      decode_tile<KeyFormat::F32>(keys, first, count, tile);
+      break;
+    case KeyFormat::BF16:
+      decode_tile<KeyFormat::BF16>(keys, first, count, tile);
+      break;
+    case KeyFormat::E4M3:
+      decode_tile<KeyFormat::E4M3>(keys, first, count, tile);
+      break;
+  }
+}
+
+// One query over a loaded tile, the same operations eight keys to a vector: six
+// (then four) heads at a time share each tile load.
 __attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> queries,
                                                          std::span<const float> weights,
                                                          const IndexKeys& keys, std::size_t first,
-                                                         std::size_t count, float* tile,
+                                                         std::size_t count, const float* tile,
                                                          float* out) {
   const std::size_t dim = keys.dim, heads = weights.size();
   const std::size_t row_bytes = key_row_bytes(keys.format, dim);
-  if (count == kTile && dim % 8 == 0 && keys.format != KeyFormat::E4M3) {
-    transpose_tile_avx2(keys, first, tile);
-  } else {
-    switch (keys.format) {
-      case KeyFormat::F32:
-        decode_tile<KeyFormat::F32>(keys, first, count, tile);
-        break;
-      case KeyFormat::BF16:
-        decode_tile<KeyFormat::BF16>(keys, first, count, tile);
-        break;
-      case KeyFormat::E4M3:
-        decode_tile<KeyFormat::E4M3>(keys, first, count, tile);
-        break;
-    }
-  }
   const __m256 zero = _mm256_setzero_ps();
   __m256 score0 = zero, score1 = zero;
   std::size_t h = 0;
@@ -145,6 +150,36 @@ __attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> 
                  ? scores[t] * row_scale(keys, keys.bytes.data() + (first + t) * row_bytes)
                  : scores[t];
 }
+
+// Scores of T queries [T, H, D] for every key into out [T, L] (inputs checked).
+void score_batch(std::span<const float> queries, std::span<const float> weights,
+                 std::size_t query_count, const IndexKeys& keys, std::size_t rows,
+                 std::span<float> out) {
+  const std::size_t heads = query_count ? weights.size() / query_count : 0, dim = keys.dim;
+  const std::size_t row_bytes = key_row_bytes(keys.format, dim);
+  const bool avx2 = use_avx2();
+  const std::size_t tiles = (rows + kTile - 1) / kTile;
+  for_each_row(tiles, kTile * dim * std::max<std::size_t>(weights.size(), 1), [&](std::size_t t) {
+    const std::size_t first = t * kTile, count = std::min(kTile, rows - first);
+    if (avx2) {
+      thread_local std::vector<float, std::allocator<float>> buffer;
+      buffer.resize(dim * kTile + 8);
+      float* tile = reinterpret_cast<float*>(
+          (reinterpret_cast<std::uintptr_t>(buffer.data()) + 31) & ~std::uintptr_t(31));
+      load_tile_avx2(keys, first, count, tile);
+      for (std::size_t q = 0; q < query_count; ++q)
+        score_tile_avx2(queries.subspan(q * heads * dim, heads * dim),
+                        weights.subspan(q * heads, heads), keys, first, count, tile,
+                        out.data() + q * rows + first);
+    } else {
+      for (std::size_t q = 0; q < query_count; ++q)
+        for (std::size_t j = first; j < first + count; ++j)
+          out[q * rows + j] =
+              score_one(queries.subspan(q * heads * dim, heads * dim),
+                        weights.subspan(q * heads, heads), keys, keys.bytes.data() + j * row_bytes);
+    }
+  });
+}
 }  // namespace
 
 Status<IndexerError> index_scores(std::span<const float> queries, std::span<const float> weights,
@@ -153,22 +188,21 @@ Status<IndexerError> index_scores(std::span<const float> queries, std::span<cons
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
   if (out.size() != rows) return ie::ShapeMismatch{rows, out.size()};
-  const bool avx2 = use_avx2();
-  const std::size_t tiles = (rows + kTile - 1) / kTile;
-  for_each_row(
-      tiles, kTile * keys.dim * std::max<std::size_t>(weights.size(), 1), [&](std::size_t t) {
-        const std::size_t first = t * kTile, count = std::min(kTile, rows - first);
-        if (avx2) {
-          thread_local std::vector<float, std::allocator<float>> buffer;
-          buffer.resize(keys.dim * kTile + 8);
-          float* tile = reinterpret_cast<float*>(
-              (reinterpret_cast<std::uintptr_t>(buffer.data()) + 31) & ~std::uintptr_t(31));
-          score_tile_avx2(queries, weights, keys, first, count, tile, out.data() + first);
-        } else {
-          for (std::size_t j = first; j < first + count; ++j)
-            out[j] = score_one(queries, weights, keys, keys.bytes.data() + j * row_bytes);
-        }
-      });
+  score_batch(queries, weights, 1, keys, rows, out);
+  return Ok{};
+}
+
+Status<IndexerError> index_scores_batch(std::span<const float> queries,
+                                        std::span<const float> weights, std::size_t query_count,
+                                        const IndexKeys& keys, std::span<float> out) {
+  const std::size_t heads = query_count ? weights.size() / query_count : 0;
+  if (heads * query_count != weights.size())
+    return ie::ShapeMismatch{heads * query_count, weights.size()};
+  if (auto e = check_score_inputs(queries, weights, keys)) return *e;
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  if (out.size() != query_count * rows) return ie::ShapeMismatch{query_count * rows, out.size()};
+  score_batch(queries, weights, query_count, keys, rows, out);
   return Ok{};
 }
 
