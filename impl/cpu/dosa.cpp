@@ -20,6 +20,10 @@ namespace de = dosa_error;
 // probe wastes little when it says "in full").
 constexpr std::size_t kProbe = 2048, kScreenBlock = 8192;
 constexpr double kPays = 0.9;  // pruning must cost under this share of full scoring
+// A key's screen, in full-score heads: each screen head costs about 2.5 (the scorer
+// decodes a tile per call, which few heads do not amortize) and the bound's own
+// arithmetic about 8 (measured: bench/dosa_bench, docs/performance.md).
+constexpr double kScreenHeadCost = 2.5, kBoundCost = 8;
 
 // γ_n = n u / (1 - n u), u = 2^-24: n float roundings (docs/dosa.md)
 double gamma(std::size_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
@@ -239,7 +243,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     const double screen_heads = double(plan.retained.size() + !plan.aggregated.empty());
     const auto pays = [&](double survivor_rate) {
       return !options.fall_back_when_unpaid ||
-             double(seeds.size()) * double(heads) + double(count) * screen_heads +
+             double(seeds.size()) * double(heads) +
+                     double(count) * (kScreenHeadCost * screen_heads + kBoundCost) +
                      double(others) * survivor_rate * double(heads) <
                  kPays * double(count) * double(heads);
     };

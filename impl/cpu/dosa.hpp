@@ -34,13 +34,14 @@ struct DosaOptions {
 // length and a bad plan; fewer than K seeds while L > K; out's length. Nothing is
 // written on a refusal.
 //
-// Per query: with L <= K, or when the screen cannot pay (seeds H + (L - S)
-// (|R| + 1) >= 0.9 L H; or, after the first 2048 screened keys, the survivors seen
-// say it does not: then the batch's later queries too), full scoring. Else tau = the K-th best seed
-// score; every other key's float bound U (the retained heads with folded weights and a_A, scored by
-// the scorer, plus the residual term and the rounding margin) compared with tau;
-// survivors scored by the scorer, those below tau dropped, the rest merged with the
-// seeds' top-K.
+// Per query: full scoring with L <= K, or when the screen cannot pay: S H +
+// L (2.5 (|R| + 1) + 8) + rho (L - S) H >= 0.9 L H, with rho = 0 before screening
+// and, after the first 2048 screened keys that are not seeds, their survivor rate
+// (a batch whose probe says no scores its later queries in full too). Else tau =
+// the K-th best seed score; every other key's float bound U (the retained heads
+// with folded weights and a_A, scored by the scorer, plus the residual term and
+// the rounding margin) compared with tau; survivors scored by the scorer, those
+// below tau dropped, the rest merged with the seeds' top-K.
 Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const float> weights,
                             std::size_t query_count, const IndexKeys& keys, std::size_t k,
                             std::span<const std::int32_t> seeds, std::span<const DosaPlan> plans,
