@@ -43,16 +43,16 @@ std::vector<DosaPlan> plans_for(const Setup& s, const V& seeds, std::size_t budg
   return plans;
 }
 
+// Full scoring as fast as the scorer goes: the batch of queries in one call (each
+// key tile decoded once for all of them), then each query's top-k.
 V full_lanes(const Setup& s, std::size_t k) {
-  const std::size_t h = s.p.heads, d = s.p.dim, n = s.p.keys;
+  const std::size_t n = s.p.keys;
   V out(s.p.queries * k);
-  std::vector<float> scores(n);
-  for (std::size_t t = 0; t < s.p.queries; ++t) {
-    (void)cpu::index_scores(std::span(s.w.queries).subspan(t * h * d, h * d),
-                            std::span(s.w.weights).subspan(t * h, h), s.keys(), scores);
-    (void)cpu::valid_prefix_topk(scores, n, V{std::int32_t(n)}, k,
+  std::vector<float> scores(s.p.queries * n);
+  (void)cpu::index_scores_batch(s.w.queries, s.w.weights, s.p.queries, s.keys(), scores);
+  for (std::size_t t = 0; t < s.p.queries; ++t)
+    (void)cpu::valid_prefix_topk(std::span(scores).subspan(t * n, n), n, V{std::int32_t(n)}, k,
                                  std::span(out).subspan(t * k, k));
-  }
   return out;
 }
 

@@ -102,7 +102,7 @@ mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
 mutant dosa model-threshold-one-rank-high model/dosa.cpp \
   's|  return sorted\[k - 1\];|  return sorted[k > 1 ? k - 2 : 0];|'
 mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
-  's|    const float tau = chosen.back().first;  // the K-th best seed score|    const float tau = chosen[k > 1 ? k - 2 : 0].first;|'
+  's|      q.tau = q.chosen.back().first;  // the K-th best seed score|      q.tau = q.chosen[k > 1 ? k - 2 : 0].first;|'
 mutant dosa model-residual-halved model/dosa.cpp \
   's|    c += exact(weights\[a.head\]) \* upper_sqrt(norm_sq(d));|    c += exact(weights[a.head]) * upper_sqrt(norm_sq(d) / 4);|'
 mutant dosa cpu-residual-dropped impl/cpu/dosa.cpp \
@@ -118,11 +118,11 @@ mutant dosa cpu-rounding-margin-dropped impl/cpu/dosa.cpp \
 mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
   's|    if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));|    if (full_score(j) > tau) candidates.push_back(std::int32_t(j));|'
 mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
-  's|      if (scores\[i\] >= tau) chosen.emplace_back(scores\[i\], survivors\[i\]);|      if (scores[i] > tau) chosen.emplace_back(scores[i], survivors[i]);|'
+  's|        if (scores\[i\] >= q.tau) q.chosen.emplace_back(scores\[i\], q.survivors\[i\]);|        if (scores[i] > q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);|'
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa.cpp \
   's|    if (t == last) continue;||'
-mutant dosa cpu-fallback-forgets-the-seed-scores impl/cpu/dosa.cpp \
-  's|      for (std::size_t i = 0; i < seeds.size(); ++i) scores\[std::size_t(seeds\[i\])\] = seed_scores\[i\];||'
+mutant dosa cpu-group-member-bounded-against-the-first-tau impl/cpu/dosa.cpp \
+  's|          if (bound_of(q.screen, p\[m \* n + i\], block_norms\[i\], scale) >= double(q.tau))|          if (bound_of(q.screen, p[m * n + i], block_norms[i], scale) >= double(members[0].tau))|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
 

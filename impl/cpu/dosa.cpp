@@ -20,10 +20,10 @@ namespace de = dosa_error;
 // probe wastes little when it says "in full").
 constexpr std::size_t kProbe = 2048, kScreenBlock = 8192;
 constexpr double kPays = 0.9;  // pruning must cost under this share of full scoring
-// A key's screen, in full-score heads: each screen head costs about 2.5 (the scorer
-// decodes a tile per call, which few heads do not amortize) and the bound's own
-// arithmetic about 8 (measured: bench/dosa_bench, docs/performance.md).
-constexpr double kScreenHeadCost = 2.5, kBoundCost = 8;
+// A key's screen, in full-score heads: each screen head about 1 (the batch's queries
+// share each decoded tile) and the bound's own arithmetic about 9 (measured:
+// bench/dosa_bench, docs/performance.md).
+constexpr double kScreenHeadCost = 1, kBoundCost = 9;
 
 // γ_n = n u / (1 - n u), u = 2^-24: n float roundings (docs/dosa.md)
 double gamma(std::size_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
@@ -129,19 +129,22 @@ std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
   return norms;
 }
 
-// U of every row of `block` (contiguous stored keys, their norms alongside): the
-// screen's scorer value P plus the residual term and the slacks, each rounding of
-// the sum covered (docs/dosa.md).
+// U of one key from the screen's scorer value p: plus the residual term and the
+// slacks, each rounding of the sum covered (docs/dosa.md).
+double bound_of(const Screen& screen, float p, double norm, double scale) {
+  const double term = up(screen.residual * norm) + screen.slack * std::max(1.0, scale);
+  return double(p) + term + 0x1p-148 + (std::abs(double(p)) + term) * 0x1p-50;
+}
+
+// U of every row of `block` (contiguous stored keys, their norms alongside).
 void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const double> norms,
                    std::span<double> bound) {
   const std::size_t row_bytes = key_row_bytes(block.format, block.dim);
   std::vector<float> p(norms.size());
   (void)index_scores(screen.queries, screen.weights, block, p);
-  for (std::size_t i = 0; i < norms.size(); ++i) {
-    const double scale = double(row_scale(block, block.bytes.data() + i * row_bytes));
-    const double term = up(screen.residual * norms[i]) + screen.slack * std::max(1.0, scale);
-    bound[i] = double(p[i]) + term + 0x1p-148 + (std::abs(double(p[i])) + term) * 0x1p-50;
-  }
+  for (std::size_t i = 0; i < norms.size(); ++i)
+    bound[i] = bound_of(screen, p[i], norms[i],
+                        double(row_scale(block, block.bytes.data() + i * row_bytes)));
 }
 
 // Rows [first, first + n) of contiguous stored keys.
@@ -178,13 +181,6 @@ bool before(const std::pair<float, std::int32_t>& a, const std::pair<float, std:
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
-// One query's lanes by full scoring.
-void full_topk(std::span<const float> q, std::span<const float> w, const IndexKeys& keys,
-               std::size_t count, std::size_t k, std::span<std::int32_t> out) {
-  std::vector<float> scores(count);
-  (void)index_scores(q, w, keys, scores);
-  (void)valid_prefix_topk(scores, count, std::vector<std::int32_t>{std::int32_t(count)}, k, out);
-}
 }  // namespace
 
 Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const float> weights,
@@ -234,66 +230,134 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     }
     return std::span<const double>(norms).subspan(first, n);
   };
-  bool batch_pays = true;
-  for (std::size_t t = 0; t < query_count; ++t) {
-    const auto q = queries.subspan(t * heads * dim, heads * dim);
-    const auto w = weights.subspan(t * heads, heads);
-    const auto lanes = out.subspan(t * k, k);
-    const DosaPlan& plan = plans[t];
-    const double screen_heads = double(plan.retained.size() + !plan.aggregated.empty());
-    const auto pays = [&](double survivor_rate) {
-      return !options.fall_back_when_unpaid ||
-             double(seeds.size()) * double(heads) +
-                     double(count) * (kScreenHeadCost * screen_heads + kBoundCost) +
-                     double(others) * survivor_rate * double(heads) <
-                 kPays * double(count) * double(heads);
-    };
-    if (count <= k || !pays(0) || !batch_pays) {
-      full_topk(q, w, keys, count, k, lanes);
-      ++local.full_queries;
-      continue;
-    }
-    std::vector<float> seed_scores(seeds.size());
-    (void)index_scores(q, w, seed_rows.view, seed_scores);
+  const auto query = [&](std::size_t t) { return queries.subspan(t * heads * dim, heads * dim); };
+  const auto weight = [&](std::size_t t) { return weights.subspan(t * heads, heads); };
+  const auto pays = [&](std::size_t t, double survivor_rate) {
+    const double screen_heads = double(plans[t].retained.size() + !plans[t].aggregated.empty());
+    return !options.fall_back_when_unpaid ||
+           double(seeds.size()) * double(heads) +
+                   double(count) * (kScreenHeadCost * screen_heads + kBoundCost) +
+                   double(others) * survivor_rate * double(heads) <
+               kPays * double(count) * double(heads);
+  };
+  // A group of queries screened together: the seeds scored in one batched call, each
+  // block of keys decoded once for all of them (index_scores_batch). A query whose
+  // probe (its first kProbe screened keys that are not seeds) says the screen does
+  // not pay leaves the group; it is returned, to be scored in full.
+  struct Member {
+    std::size_t t;
+    float tau = 0;
     std::vector<std::pair<float, std::int32_t>> chosen;
-    for (std::size_t i = 0; i < seeds.size(); ++i) chosen.emplace_back(seed_scores[i], seeds[i]);
-    std::partial_sort(chosen.begin(), chosen.begin() + std::ptrdiff_t(k), chosen.end(), before);
-    chosen.resize(k);
-    const float tau = chosen.back().first;  // the K-th best seed score
-    const Screen screen = prepare(q, w, dim, plan);
+    Screen screen;
     std::vector<std::int32_t> survivors;
-    std::vector<double> bound(kScreenBlock);
     std::size_t screened = 0;
-    bool paid = true, judged = false;
-    for (std::size_t first = 0, n = 0; first < count && paid; first += n) {
+    bool judged = false, paid = true;
+  };
+  const auto screen_group = [&](std::span<const std::size_t> group) {
+    std::vector<Member> members;
+    std::vector<float> group_queries, group_weights;
+    for (std::size_t t : group) {
+      members.push_back({t});
+      group_queries.insert(group_queries.end(), query(t).begin(), query(t).end());
+      group_weights.insert(group_weights.end(), weight(t).begin(), weight(t).end());
+    }
+    std::vector<float> seed_scores(group.size() * seeds.size());
+    (void)index_scores_batch(group_queries, group_weights, group.size(), seed_rows.view,
+                             seed_scores);
+    std::size_t widest = 0;  // screens padded to one width with zero heads (exact zeros)
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      Member& q = members[m];
+      for (std::size_t i = 0; i < seeds.size(); ++i)
+        q.chosen.emplace_back(seed_scores[m * seeds.size() + i], seeds[i]);
+      std::partial_sort(q.chosen.begin(), q.chosen.begin() + std::ptrdiff_t(k), q.chosen.end(),
+                        before);
+      q.chosen.resize(k);
+      q.tau = q.chosen.back().first;  // the K-th best seed score
+      q.screen = prepare(query(q.t), weight(q.t), dim, plans[q.t]);
+      widest = std::max(widest, q.screen.weights.size());
+    }
+    std::vector<float> p;
+    for (std::size_t first = 0, n = 0; first < count; first += n) {
       n = std::min(first == 0 ? kProbe : kScreenBlock, count - first);
-      screen_bounds(screen, rows_of(keys, first, n), norms_of(first, n), bound);
-      for (std::size_t i = 0; i < n; ++i) {
-        if (is_seed[first + i]) continue;
-        ++screened;
-        if (bound[i] >= double(tau)) survivors.push_back(std::int32_t(first + i));
+      std::vector<Member*> active;
+      std::vector<float> sq, sw;
+      for (Member& q : members) {
+        if (!q.paid) continue;
+        active.push_back(&q);
+        sq.insert(sq.end(), q.screen.queries.begin(), q.screen.queries.end());
+        sq.resize(active.size() * widest * dim, 0.0f);
+        sw.insert(sw.end(), q.screen.weights.begin(), q.screen.weights.end());
+        sw.resize(active.size() * widest, 0.0f);
       }
-      if (!judged && screened >= kProbe) {  // the probe: kProbe keys that are not seeds
-        judged = true;
-        paid = pays(double(survivors.size()) / double(screened));
+      if (active.empty()) break;
+      const IndexKeys block = rows_of(keys, first, n);
+      const auto block_norms = norms_of(first, n);
+      p.resize(active.size() * n);
+      (void)index_scores_batch(sq, sw, active.size(), block, p);
+      for (std::size_t m = 0; m < active.size(); ++m) {
+        Member& q = *active[m];
+        for (std::size_t i = 0; i < n; ++i) {
+          if (is_seed[first + i]) continue;
+          ++q.screened;
+          const double scale = double(row_scale(block, block.bytes.data() + i * row_bytes));
+          if (bound_of(q.screen, p[m * n + i], block_norms[i], scale) >= double(q.tau))
+            q.survivors.push_back(std::int32_t(first + i));
+        }
+        if (!q.judged && q.screened >= kProbe) {
+          q.judged = true;
+          q.paid = pays(q.t, double(q.survivors.size()) / double(q.screened));
+        }
       }
     }
-    if (!paid) {           // the probe says the screen does not pay: score in full,
-      batch_pays = false;  // and the batch's later queries without a screen
-      full_topk(q, w, keys, count, k, lanes);
-      ++local.full_queries;
-      continue;
+    std::vector<std::size_t> unpaid;
+    for (Member& q : members) {
+      if (!q.paid) {
+        unpaid.push_back(q.t);
+        continue;
+      }
+      local.screened += q.screened;
+      local.survivors += q.survivors.size();
+      const Rows survivor_rows = gather(keys, q.survivors);
+      std::vector<float> scores(q.survivors.size());
+      (void)index_scores(query(q.t), weight(q.t), survivor_rows.view, scores);
+      for (std::size_t i = 0; i < q.survivors.size(); ++i)
+        if (scores[i] >= q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);
+      std::partial_sort(q.chosen.begin(), q.chosen.begin() + std::ptrdiff_t(k), q.chosen.end(),
+                        before);
+      const auto lanes = out.subspan(q.t * k, k);
+      for (std::size_t i = 0; i < k; ++i) lanes[i] = q.chosen[i].second;
+      std::sort(lanes.begin(), lanes.end());
     }
-    local.screened += screened;
-    local.survivors += survivors.size();
-    const Rows survivor_rows = gather(keys, survivors);
-    std::vector<float> scores(survivors.size());
-    (void)index_scores(q, w, survivor_rows.view, scores);
-    for (std::size_t i = 0; i < survivors.size(); ++i)
-      if (scores[i] >= tau) chosen.emplace_back(scores[i], survivors[i]);
-    std::partial_sort(chosen.begin(), chosen.begin() + std::ptrdiff_t(k), chosen.end(), before);
-    for (std::size_t i = 0; i < k; ++i) lanes[i] = chosen[i].second;
-    std::sort(lanes.begin(), lanes.end());
+    return unpaid;
+  };
+  std::vector<std::size_t> screened_queries, in_full;
+  for (std::size_t t = 0; t < query_count; ++t)
+    (count <= k || !pays(t, 0) ? in_full : screened_queries).push_back(t);
+  if (!screened_queries.empty()) {
+    // the first query alone, as the batch's probe: if its screen does not pay, nor
+    // do the others' (their seeds are not scored for nothing)
+    const auto first_unpaid = screen_group(std::span(screened_queries).first(1));
+    const auto rest = std::span<const std::size_t>(screened_queries).subspan(1);
+    if (!first_unpaid.empty()) {
+      in_full.push_back(screened_queries[0]);
+      in_full.insert(in_full.end(), rest.begin(), rest.end());
+    } else {
+      const auto unpaid = screen_group(rest);
+      in_full.insert(in_full.end(), unpaid.begin(), unpaid.end());
+    }
+  }
+  if (!in_full.empty()) {  // scored in full, together
+    std::vector<float> full_queries, full_weights, scores(in_full.size() * count);
+    for (std::size_t t : in_full) {
+      full_queries.insert(full_queries.end(), query(t).begin(), query(t).end());
+      full_weights.insert(full_weights.end(), weight(t).begin(), weight(t).end());
+    }
+    (void)index_scores_batch(full_queries, full_weights, in_full.size(), keys, scores);
+    for (std::size_t i = 0; i < in_full.size(); ++i)
+      (void)valid_prefix_topk(std::span(scores).subspan(i * count, count), count,
+                              std::vector<std::int32_t>{std::int32_t(count)}, k,
+                              out.subspan(in_full[i] * k, k));
+    local.full_queries += in_full.size();
   }
   if (stats != nullptr) *stats = local;
   return Ok{};

@@ -35,7 +35,7 @@ struct DosaOptions {
 // written on a refusal.
 //
 // Per query: full scoring with L <= K, or when the screen cannot pay: S H +
-// L (2.5 (|R| + 1) + 8) + rho (L - S) H >= 0.9 L H, with rho = 0 before screening
+// L (|R| + 1 + 9) + rho (L - S) H >= 0.9 L H, with rho = 0 before screening
 // and, after the first 2048 screened keys that are not seeds, their survivor rate
 // (a batch whose probe says no scores its later queries in full too). Else tau =
 // the K-th best seed score; every other key's float bound U (the retained heads
