@@ -162,7 +162,7 @@ mutant indexer cpu-chunk-sizing-ignores-logit-width impl/cpu/indexer.cpp \
   's|  const std::size_t row_bytes = row_width \* bytes_per_logit;|  const std::size_t row_bytes = row_width * 4;|'
 mutant indexer cpu-batch-scores-the-first-query-for-all impl/cpu/indexer_scores.cpp \
   's|        score_tile_avx2(queries.subspan(q \* heads \* dim, heads \* dim),|        score_tile_avx2(queries.subspan(0, heads * dim),|'
-mutant indexer cpu-key-check-skipped impl/cpu/indexer_scores.cpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
+mutant indexer cpu-key-check-skipped impl/cpu/key_rows.hpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
 
 # paging: offset, valid count, table bound, negative blocks and the slot bound; the masked conversion refusing, its table bound
 mutant paging cpu-offset-plus-one impl/cpu/paging.cpp \
