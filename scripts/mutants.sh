@@ -119,11 +119,11 @@ mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
   's|    if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));|    if (full_score(j) > tau) candidates.push_back(std::int32_t(j));|'
 mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
   's|        if (scores\[i\] >= q.tau) q.chosen.emplace_back(scores\[i\], q.survivors\[i\]);|        if (scores[i] > q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);|'
-mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa.cpp \
+mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa_plan.cpp \
   's|    if (t == last) continue;||'
 mutant dosa cpu-group-member-bounded-against-the-first-tau impl/cpu/dosa.cpp \
   's|          if (bound_of(q.screen, p\[m \* n + i\], block_norms\[i\], scale) >= double(q.tau))|          if (bound_of(q.screen, p[m * n + i], block_norms[i], scale) >= double(members[0].tau))|'
-mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa.cpp \
+mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
 
 # indexer: tie order, signed zeros, the valid end, the tie quota, a radix digit,
