@@ -21,10 +21,20 @@ namespace aether {
 //   a_A; a key's bound deducts [a_A . k]_+. Other omitted negative or zero-weight
 //   heads deduct nothing.
 // Any plan is sound; the plan decides only how many keys survive.
+// A head may also take further anchors (`more`, the joint bound the source points
+// to): q_h = beta q_j + Σ_i beta_i q_{j_i} + d_h with every beta_i >= 0, bounded by
+// beta [q_j.k]_+ + Σ_i beta_i [q_{j_i}.k]_+ + ||d_h|| ||k|| (ReLU is subadditive and
+// positively homogeneous).
 inline constexpr std::uint32_t kNoAnchor = 0xffffffffu;
+struct DosaTerm {
+  std::uint32_t anchor = 0;
+  float beta = 0;
+  friend bool operator==(const DosaTerm&, const DosaTerm&) = default;
+};
 struct DosaAnchor {
   std::uint32_t head = 0, anchor = kNoAnchor;
   float beta = 0;
+  std::vector<DosaTerm> more;
   friend bool operator==(const DosaAnchor&, const DosaAnchor&) = default;
 };
 struct DosaPlan {
@@ -49,9 +59,9 @@ struct TooFewSeeds {
   friend bool operator==(const TooFewSeeds&, const TooFewSeeds&) = default;
 };
 // A plan that does not split the heads: a head out of range or placed twice, an
-// omitted positive-weight head without an anchor entry, an anchor that is not
-// retained, a negative or non-finite beta, an aggregated head whose weight is not
-// negative.
+// omitted positive-weight head without an anchor entry, an anchor (or a further
+// anchor) that is not retained, a negative or non-finite beta, an aggregated head
+// whose weight is not negative.
 struct BadPlan {
   std::uint32_t head;
   friend bool operator==(const BadPlan&, const BadPlan&) = default;

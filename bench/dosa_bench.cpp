@@ -30,14 +30,14 @@ struct Setup {
   IndexKeys keys() const { return {KeyFormat::F32, std::as_bytes(std::span(w.keys)), p.dim}; }
 };
 
-std::vector<DosaPlan> plans_for(const Setup& s, const V& seeds, std::size_t budget,
-                                bool aggregate) {
+std::vector<DosaPlan> plans_for(const Setup& s, const V& seeds, std::size_t budget, bool aggregate,
+                                std::size_t anchors = 1) {
   std::vector<DosaPlan> plans;
   const std::size_t h = s.p.heads, d = s.p.dim;
   for (std::size_t t = 0; t < s.p.queries; ++t) {
     plans.push_back(cpu::plan_heads(std::span(s.w.queries).subspan(t * h * d, h * d),
                                     std::span(s.w.weights).subspan(t * h, h), s.keys(), budget,
-                                    cpu::plan_sample(seeds)));
+                                    cpu::plan_sample(seeds), anchors));
     if (!aggregate) plans.back().aggregated.clear();
   }
   return plans;
@@ -93,7 +93,8 @@ int sweep() {
   add("32 heads", [](auto& p) { p.heads = 32; });
   std::printf("survivor rate (survivors / keys screened), L 32768, K %zu, %zu cold-prior seeds\n",
               k, seed_count);
-  std::printf("%-32s %7s %12s %12s\n", "workload", "budget", "aggregated", "no aggregate");
+  std::printf("%-32s %7s %12s %12s %14s\n", "workload", "budget", "aggregated", "no aggregate",
+              "4 anchors, agg");
   for (const Variant& v : variants) {
     Setup s{props::make_dosa_workload(v.p), v.p};
     const V seeds =
@@ -101,16 +102,17 @@ int sweep() {
     const std::vector<std::size_t> budgets = v.p.heads == 32 ? std::vector<std::size_t>{14, 16, 20}
                                                              : std::vector<std::size_t>{14, 16, 28};
     for (std::size_t budget : budgets) {
-      double rate[2];
-      for (int a = 0; a < 2; ++a) {
-        const auto plans = plans_for(s, seeds, budget, a == 0);
+      double rate[3];
+      for (int a = 0; a < 3; ++a) {
+        const auto plans = plans_for(s, seeds, budget, a != 1, a == 2 ? 4 : 1);
         V out(v.p.queries * k);
         cpu::DosaStats stats;
         (void)cpu::dosa_topk(s.w.queries, s.w.weights, v.p.queries, s.keys(), k, seeds, plans, out,
                              cpu::DosaOptions{false}, &stats);
         rate[a] = double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened));
       }
-      std::printf("%-32s %7zu %11.1f%% %11.1f%%\n", v.name, budget, 100 * rate[0], 100 * rate[1]);
+      std::printf("%-32s %7zu %11.1f%% %11.1f%% %13.1f%%\n", v.name, budget, 100 * rate[0],
+                  100 * rate[1], 100 * rate[2]);
     }
   }
   return 0;

@@ -92,6 +92,9 @@ Rational residual_coefficient(std::span<const float> queries, std::span<const fl
     if (a.anchor != kNoAnchor)
       for (std::size_t i = 0; i < dim; ++i)
         d[i] -= exact(a.beta) * exact(queries[a.anchor * dim + i]);
+    for (const DosaTerm& m : a.more)
+      for (std::size_t i = 0; i < dim; ++i)
+        d[i] -= exact(m.beta) * exact(queries[m.anchor * dim + i]);
     c += exact(weights[a.head]) * upper_sqrt(norm_sq(d));
   }
   return c;
@@ -105,9 +108,12 @@ DosaBound upper_bound(std::span<const float> queries, std::span<const float> wei
   const auto q = [&](std::size_t h) { return queries.subspan(h * dim, dim); };
   Rational p = 0, deduction = 0;
   for (std::uint32_t h : plan.retained) p += exact(weights[h]) * relu(dot(q(h), key));
-  for (const DosaAnchor& a : plan.anchors)
+  for (const DosaAnchor& a : plan.anchors) {
     if (a.anchor != kNoAnchor)
       p += exact(weights[a.head]) * exact(a.beta) * relu(dot(q(a.anchor), key));
+    for (const DosaTerm& m : a.more)
+      p += exact(weights[a.head]) * exact(m.beta) * relu(dot(q(m.anchor), key));
+  }
   for (std::uint32_t h : plan.aggregated) deduction += abs(exact(weights[h])) * dot(q(h), key);
   return {p - relu(deduction), residual, norm_sq(key)};
 }
@@ -130,10 +136,16 @@ Status<DosaError> check_plan(std::span<const float> weights, const DosaPlan& pla
     if (!place(h)) return de::BadPlan{h};
     retained[h] = true;
   }
-  for (const DosaAnchor& a : plan.anchors)
+  const auto anchored = [&](std::uint32_t j, float beta) {
+    return beta >= 0 && std::isfinite(beta) && j < heads && retained[j];
+  };
+  for (const DosaAnchor& a : plan.anchors) {
     if (!place(a.head) || !(weights[a.head] > 0) || !(a.beta >= 0) || !std::isfinite(a.beta) ||
-        (a.anchor != kNoAnchor && (a.anchor >= heads || !retained[a.anchor])))
+        (a.anchor != kNoAnchor && !anchored(a.anchor, a.beta)))
       return de::BadPlan{a.head};
+    for (const DosaTerm& m : a.more)
+      if (!anchored(m.anchor, m.beta)) return de::BadPlan{a.head};
+  }
   for (std::uint32_t h : plan.aggregated)
     if (!place(h) || !(weights[h] < 0)) return de::BadPlan{h};
   for (std::uint32_t h = 0; h < heads; ++h)

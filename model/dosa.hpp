@@ -23,13 +23,14 @@ Rational upper_sqrt(const Rational& x);
 Rational seed_threshold(std::span<const Rational> seed_scores, std::size_t k);
 
 // c = Σ over anchored heads h of w_h upper_sqrt(||d_h||²), d_h = q_h - beta_h q_j
-// (q_j = 0 without an anchor): the query's residual coefficient.
+// - Σ_i beta_i q_{j_i} (q_j = 0 without an anchor): the query's residual coefficient.
 Rational residual_coefficient(std::span<const float> queries, std::span<const float> weights,
                               std::size_t dim, const DosaPlan& plan);
 
 // U(k) = P(k) + c ||k||, kept as its parts:
 //   P(k) = Σ_{h retained} w_h [q_h.k]_+ + Σ_{h anchored to j} w_h beta_h [q_j.k]_+
-//          - [a_A.k]_+,   a_A = Σ_{h aggregated} |w_h| q_h.
+//          + Σ_{h, its further anchors j_i} w_h beta_i [q_{j_i}.k]_+ - [a_A.k]_+,
+//   a_A = Σ_{h aggregated} |w_h| q_h.
 struct DosaBound {
   Rational rational_part, residual, key_norm_sq;
 };

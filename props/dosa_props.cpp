@@ -115,9 +115,9 @@ AETHER_PROP(DosaCpu, the_pruned_topk_is_full_scorings_bit_for_bit, "L3", ()) {
     for (std::size_t i = 0; i < q.size(); ++i) q[i] = c.queries[(i + (t + 1) * c.dim) % q.size()];
     queries.insert(queries.end(), q.begin(), q.end());
     weights.insert(weights.end(), c.weights.begin(), c.weights.end());
-    plans.push_back(cpu::plan_heads(q, c.weights, c.stored(),
-                                    *rc::gen::inRange<std::size_t>(0, c.heads() + 1),
-                                    model::plan_sample(c.seeds)));
+    plans.push_back(
+        cpu::plan_heads(q, c.weights, c.stored(), *rc::gen::inRange<std::size_t>(0, c.heads() + 1),
+                        model::plan_sample(c.seeds), *rc::gen::inRange<std::size_t>(1, 4)));
   }
   const std::size_t queries_count = plans.size();
   V out(queries_count * c.k, 77);

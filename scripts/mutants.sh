@@ -106,7 +106,7 @@ mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
 mutant dosa model-residual-halved model/dosa.cpp \
   's|    c += exact(weights\[a.head\]) \* upper_sqrt(norm_sq(d));|    c += exact(weights[a.head]) * upper_sqrt(norm_sq(d) / 4);|'
 mutant dosa cpu-residual-dropped impl/cpu/dosa.cpp \
-  's|    c += double(w\[a.head\]) \* std::sqrt(dd) \* (1 + double(dim + 4) \* 0x1p-52);|    c += 0 * dd;|'
+  's|        double(w\[a.head\]) \* (std::sqrt(dd) \* |        double(w[a.head]) * (0 * std::sqrt(dd) * |'
 mutant dosa model-deduction-doubled model/dosa.cpp \
   's|  return {p - relu(deduction), residual, norm_sq(key)};|  return {p - 2 * relu(deduction), residual, norm_sq(key)};|'
 mutant dosa cpu-deduction-doubled impl/cpu/dosa.cpp \
@@ -119,6 +119,10 @@ mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
   's|    if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));|    if (full_score(j) > tau) candidates.push_back(std::int32_t(j));|'
 mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
   's|        if (scores\[i\] >= q.tau) q.chosen.emplace_back(scores\[i\], q.survivors\[i\]);|        if (scores[i] > q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);|'
+mutant dosa model-further-anchors-unbounded model/dosa.cpp \
+  's|      p += exact(weights\[a.head\]) \* exact(m.beta) \* relu(dot(q(m.anchor), key));|      (void)m;|'
+mutant dosa cpu-further-anchors-not-folded impl/cpu/dosa.cpp \
+  's|      folded\[m.anchor\] += double(w\[a.head\]) \* double(m.beta);||'
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa_plan.cpp \
   's|    if (t == last) continue;||'
 mutant dosa cpu-group-member-bounded-against-the-first-tau impl/cpu/dosa.cpp \

@@ -69,13 +69,23 @@ Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t d
   double c = 0;  // Σ w_h ||d_h||, each from above
   for (const DosaAnchor& a : plan.anchors) {
     std::vector<float> d(row(a.head).begin(), row(a.head).end());
+    // d_h in double, each product beta q exact, one rounding a subtraction (relative
+    // to the running value): the error of ||d_h|| grows by 2^-52 a further anchor
     double dd = 0;
     for (std::size_t i = 0; i < dim; ++i) {
-      const double x =
+      double x =
           a.anchor == kNoAnchor ? double(d[i]) : double(d[i]) - double(a.beta) * row(a.anchor)[i];
+      for (const DosaTerm& m : a.more) x -= double(m.beta) * row(m.anchor)[i];
       dd += x * x;
     }
-    c += double(w[a.head]) * std::sqrt(dd) * (1 + double(dim + 4) * 0x1p-52);
+    double spread = a.anchor == kNoAnchor ? 0 : double(a.beta) * norm_up(row(a.anchor));
+    for (const DosaTerm& m : a.more) {
+      spread += double(m.beta) * norm_up(row(m.anchor));
+      folded[m.anchor] += double(w[a.head]) * double(m.beta);
+    }
+    c +=
+        double(w[a.head]) * (std::sqrt(dd) * (1 + double(dim + 4) * 0x1p-52) +
+                             double(a.more.size() + 2) * 0x1p-52 * (norm_up(row(a.head)) + spread));
     if (a.anchor != kNoAnchor) folded[a.anchor] += double(w[a.head]) * double(a.beta);
   }
   double total_weight = 0, error = 0, screen_magnitude = 0;  // Σ|w_h|, then the margins
@@ -165,10 +175,16 @@ Status<DosaError> check_plan(std::span<const float> w, const DosaPlan& plan) {
       return de::BadPlan{h};
     else
       retained[h] = 1;
-  for (const DosaAnchor& a : plan.anchors)
+  const auto anchored = [&](std::uint32_t j, float beta) {
+    return beta >= 0 && std::isfinite(beta) && j < heads && retained[j];
+  };
+  for (const DosaAnchor& a : plan.anchors) {
     if (!place(a.head) || !(w[a.head] > 0) || !(a.beta >= 0) || !std::isfinite(a.beta) ||
-        (a.anchor != kNoAnchor && (a.anchor >= heads || !retained[a.anchor])))
+        (a.anchor != kNoAnchor && !anchored(a.anchor, a.beta)))
       return de::BadPlan{a.head};
+    for (const DosaTerm& m : a.more)
+      if (!anchored(m.anchor, m.beta)) return de::BadPlan{a.head};
+  }
   for (std::uint32_t h : plan.aggregated)
     if (!place(h) || !(w[h] < 0)) return de::BadPlan{h};
   for (std::uint32_t h = 0; h < heads; ++h)

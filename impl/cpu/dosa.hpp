@@ -56,10 +56,13 @@ void dosa_bounds(std::span<const float> query, std::span<const float> weights,
 
 // The plan rule of model::plan_heads in double arithmetic for one query [H, D]; the
 // sample keys are rows `sample` of `keys` (equal to the model's wherever the
-// products and sums involved are exact, as on integer grids).
+// products and sums involved are exact, as on integer grids). With anchors > 1,
+// each anchored head also takes up to anchors - 1 further anchors, one at a time:
+// the retained head whose nonnegative multiple (rounded down to a float) removes
+// most of the residual left (the joint bound; the model checks any such plan).
 DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weights,
-                    const IndexKeys& keys, std::size_t budget,
-                    std::span<const std::int32_t> sample);
+                    const IndexKeys& keys, std::size_t budget, std::span<const std::int32_t> sample,
+                    std::size_t anchors = 1);
 
 // Decode (source 001 §1, model::decode_topk): full scores [L] stay; tau is the K-th
 // best score among the recently selected keys (distinct, at least K when L > K),

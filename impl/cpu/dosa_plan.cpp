@@ -20,6 +20,17 @@ namespace de = dosa_error;
 bool before(const std::pair<float, std::int32_t>& a, const std::pair<float, std::int32_t>& b) {
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
+
+// The largest float beta with beta n <= p (p >= 0, n > 0), each test exact (fma).
+float beta_below(double p, double n) {
+  float beta = float(p / n);
+  while (std::fma(double(beta), n, -p) > 0) beta = std::nextafter(beta, 0.0f);
+  for (float next = std::nextafter(beta, std::numeric_limits<float>::max());
+       std::fma(double(next), n, -p) <= 0;
+       next = std::nextafter(next, std::numeric_limits<float>::max()))
+    beta = next;
+  return beta;
+}
 }  // namespace
 
 Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std::int32_t> recent,
@@ -94,8 +105,8 @@ std::vector<std::int32_t> plan_sample(std::span<const std::int32_t> seeds) {
 }
 
 DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weights,
-                    const IndexKeys& keys, std::size_t budget,
-                    std::span<const std::int32_t> sample) {
+                    const IndexKeys& keys, std::size_t budget, std::span<const std::int32_t> sample,
+                    std::size_t anchors) {
   const std::size_t heads = weights.size(), dim = keys.dim;
   const auto row = [&](std::size_t h) { return queries.subspan(h * dim, dim); };
   const auto dot = [&](std::span<const float> a, std::span<const float> b) {
@@ -130,18 +141,34 @@ DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weigh
       for (std::uint32_t j : plan.retained) {
         const double nj = dot(row(j), row(j)), p = std::max(0.0, dot(row(h), row(j)));
         if (nj == 0) continue;
-        float beta = float(p / nj);  // then the largest float with beta nj <= p
-        while (std::fma(double(beta), nj, -p) > 0) beta = std::nextafter(beta, 0.0f);
-        for (float next = std::nextafter(beta, std::numeric_limits<float>::max());
-             std::fma(double(next), nj, -p) <= 0;
-             next = std::nextafter(next, std::numeric_limits<float>::max()))
-          beta = next;
+        const float beta = beta_below(p, nj);
         double r = 0;
         for (std::size_t i = 0; i < dim; ++i) {
           const double x = double(row(h)[i]) - double(beta) * double(row(j)[i]);
           r += x * x;
         }
         if (best.anchor == kNoAnchor || r < best_residual) best = {h, j, beta}, best_residual = r;
+      }
+      // Further anchors, one at a time (nonnegative matching pursuit): the retained
+      // head whose nonnegative multiple removes most of what is left.
+      std::vector<double> left(row(h).begin(), row(h).end());
+      if (best.anchor != kNoAnchor)
+        for (std::size_t i = 0; i < dim; ++i) left[i] -= double(best.beta) * row(best.anchor)[i];
+      for (std::size_t more = 1; more < anchors; ++more) {
+        DosaTerm pick{0, 0};
+        double removed = 0;
+        for (std::uint32_t j : plan.retained) {
+          const double nj = dot(row(j), row(j));
+          double p = 0;
+          for (std::size_t i = 0; i < dim; ++i) p += left[i] * double(row(j)[i]);
+          if (nj == 0 || p <= 0) continue;
+          const float beta = beta_below(p, nj);
+          const double gain = double(beta) * (2 * p - double(beta) * nj);
+          if (gain > removed) pick = {j, beta}, removed = gain;
+        }
+        if (removed <= 0) break;
+        best.more.push_back(pick);
+        for (std::size_t i = 0; i < dim; ++i) left[i] -= double(pick.beta) * row(pick.anchor)[i];
       }
       plan.anchors.push_back(best);
     } else if (weights[h] < 0 && !sample.empty()) {

@@ -23,9 +23,12 @@ void showValue(const DosaCall& c, std::ostream& os) {
      << ", seeds=" << show_span(std::span<const std::int32_t>(c.seeds))
      << ", retained=" << show_span(std::span<const std::uint32_t>(c.plan.retained))
      << ", anchors={";
-  for (const DosaAnchor& a : c.plan.anchors)
+  for (const DosaAnchor& a : c.plan.anchors) {
     os << "(" << a.head << "<-" << std::int64_t(a.anchor == kNoAnchor ? -1 : a.anchor) << ", "
-       << a.beta << ")";
+       << a.beta;
+    for (const DosaTerm& m : a.more) os << " + " << m.beta << " q" << m.anchor;
+    os << ")";
+  }
   os << "}, aggregated=" << show_span(std::span<const std::uint32_t>(c.plan.aggregated)) << "}";
 }
 
@@ -39,10 +42,15 @@ rc::Gen<DosaPlan> gen_valid_plan(const std::vector<float>& weights) {
       if (weights[h] > 0) {
         DosaAnchor a{h, kNoAnchor, 0};
         if (!plan.retained.empty() && *gen::inRange(0, 4) != 0) {
+          const auto beta = [] {
+            return *gen::weightedOneOf<float>(
+                {{3, gen::element(0.0f, 0.5f, 1.0f, 2.0f)},
+                 {1, gen::map(gen::inRange(0, 1 << 20), [](int x) { return float(x) / 4096; })}});
+          };
           a.anchor = *gen::elementOf(plan.retained);
-          a.beta = *gen::weightedOneOf<float>(
-              {{3, gen::element(0.0f, 0.5f, 1.0f, 2.0f)},
-               {1, gen::map(gen::inRange(0, 1 << 20), [](int x) { return float(x) / 4096; })}});
+          a.beta = beta();
+          for (int more = *gen::inRange(0, 4) - 1; more > 0; --more)  // the joint bound
+            a.more.push_back({*gen::elementOf(plan.retained), beta()});
         }
         plan.anchors.push_back(a);
       } else if (weights[h] < 0 && *gen::inRange(0, 2) == 0) {
