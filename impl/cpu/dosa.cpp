@@ -207,13 +207,9 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   const std::size_t heads = query_count ? weights.size() / query_count : 0, dim = keys.dim;
   if (heads * query_count != weights.size())
     return de::ShapeMismatch{heads * query_count, weights.size()};
-  if (queries.size() != weights.size() * dim)
-    return de::ShapeMismatch{weights.size() * dim, queries.size()};
-  for (std::size_t i = 0; i < queries.size(); ++i)
-    if (!std::isfinite(queries[i])) return de::NonFiniteInput{0, i};
-  for (std::size_t i = 0; i < weights.size(); ++i)
-    if (!std::isfinite(weights[i])) return de::NonFiniteInput{1, i};
-  if (auto e = check_score_inputs({}, {}, keys)) {
+  // the scorer's checks, in its order: shape, queries, weights (flat: a batch is
+  // one long query for them), keys
+  if (auto e = check_score_inputs(queries, weights, keys)) {
     if (auto* m = std::get_if<indexer_error::ShapeMismatch>(&*e)) return *m;
     return std::get<indexer_error::NonFiniteInput>(*e);
   }
