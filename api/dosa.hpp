@@ -45,8 +45,10 @@ struct DosaPlan {
 };
 
 namespace dosa_error {
+using indexer_error::DeviceFailure;   // CUDA: the runtime's error code
 using indexer_error::NonFiniteInput;  // 0 queries, 1 weights, 2 keys, 3 scores (decode)
 using indexer_error::ShapeMismatch;
+using indexer_error::UnsupportedOnDevice;  // CUDA: keys or heads its scorer does not run
 // A seed id outside the visible keys, or one given twice (position in the seed list).
 struct BadSeed {
   std::size_t position;
@@ -66,7 +68,8 @@ struct BadPlan {
   std::uint32_t head;
   friend bool operator==(const BadPlan&, const BadPlan&) = default;
 };
-using DosaError = std::variant<ShapeMismatch, NonFiniteInput, BadSeed, TooFewSeeds, BadPlan>;
+using DosaError = std::variant<ShapeMismatch, NonFiniteInput, BadSeed, TooFewSeeds, BadPlan,
+                               UnsupportedOnDevice, DeviceFailure>;
 
 inline std::ostream& operator<<(std::ostream& os, const DosaError& e) {
   if (auto* p = std::get_if<ShapeMismatch>(&e))
@@ -77,10 +80,27 @@ inline std::ostream& operator<<(std::ostream& os, const DosaError& e) {
     return os << "BadSeed{position=" << p->position << ", id=" << p->id << "}";
   if (auto* p = std::get_if<TooFewSeeds>(&e))
     return os << "TooFewSeeds{seeds=" << p->seeds << ", k=" << p->k << "}";
-  return os << "BadPlan{head=" << std::get<BadPlan>(e).head << "}";
+  if (auto* p = std::get_if<BadPlan>(&e)) return os << "BadPlan{head=" << p->head << "}";
+  if (auto* p = std::get_if<UnsupportedOnDevice>(&e))
+    return os << "UnsupportedOnDevice{heads=" << p->heads << ", dim=" << p->dim << "}";
+  return os << "DeviceFailure{code=" << std::get<DeviceFailure>(e).code << "}";
 }
 }  // namespace dosa_error
 
 using dosa_error::DosaError;
+
+// What a backend's pruned call did, summed over its queries.
+struct DosaStats {
+  std::size_t screened = 0;      // keys bounded (neither seeds nor fully scored)
+  std::size_t survivors = 0;     // of those, bounded at or above tau: scored
+  std::size_t full_queries = 0;  // queries scored in full (nothing to prune, or it did not pay)
+};
+
+struct DosaOptions {
+  // Score a query in full when the backend's cost rule says pruning will not pay.
+  // The lanes are the same either way; properties turn it off to screen small
+  // inputs too.
+  bool fall_back_when_unpaid = true;
+};
 
 }  // namespace aether

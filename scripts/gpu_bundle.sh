@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 build=${1:-build/default}
 bundle=${2:-build/gpu}
 rm -rf "$bundle" && mkdir -p "$bundle/tests" "$bundle/props" "$bundle/bench"
-for c in witness indexer paging compress; do
+for c in witness indexer paging compress dosa; do
   strip -o "$bundle/tests/${c}_test" "$build/tests/${c}_test"
   strip -o "$bundle/props/${c}_props" "$build/props/${c}_props"
 done
+strip -o "$bundle/props/dosa_cuda_props" "$build/props/dosa_cuda_props"
 for b in "$build"/bench/*_cuda; do strip -o "$bundle/bench/$(basename "$b")" "$b"; done
 # Mutants' suites stripped and xz-compressed (two suites each, thirteen mutants
 # would pass the carry limit as they are); gpu.sh unpacks them.

@@ -9,6 +9,7 @@
 
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/key_rows.hpp"
+#include "impl/dosa_screen.hpp"
 
 namespace aether::cpu {
 
@@ -24,17 +25,6 @@ constexpr double kPays = 0.9;  // pruning must cost under this share of full sco
 // share each decoded tile) and the bound's own arithmetic about 9 (measured:
 // bench/dosa_bench, docs/performance.md).
 constexpr double kScreenHeadCost = 1, kBoundCost = 9;
-
-// γ_n = n u / (1 - n u), u = 2^-24: n float roundings (docs/dosa.md)
-double gamma(std::size_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
-// x raised past the error of a few double roundings of quantities no larger than |x|
-double up(double x) { return x + std::abs(x) * 0x1p-50; }
-// ||v|| from above for a row of floats: squares and sum in double, then the sqrt
-double norm_up(std::span<const float> v) {
-  double s = 0;
-  for (float x : v) s += double(x) * double(x);
-  return std::sqrt(s) * (1 + double(v.size() + 4) * 0x1p-52);
-}
 
 // The keys of rows `ids`, contiguous, in keys' format.
 struct Rows {
@@ -52,77 +42,18 @@ Rows gather(const IndexKeys& keys, std::span<const std::int32_t> ids) {
   return rows;
 }
 
-// A query's screen (source 001 §2.2): the retained heads with their anchored heads'
-// w_h beta_h folded into their weights (rounded up: each multiplies a ReLU), and
-// a_A with weight -1, scored by the scorer; U = P + residual ||k|| + slack.
-struct Screen {
-  std::vector<float> queries, weights;
-  double residual = 0, slack = 0;
-};
+using dosa_screen::bound_of;
+using dosa_screen::norm_up;
+using dosa_screen::Screen;
+using dosa_screen::up;
+
+// The CPU scorer's arithmetic: D + H + 2 float roundings a key, a_A stored as floats.
+constexpr dosa_screen::Arithmetic kArithmetic{
+    [](std::size_t heads, std::size_t dim) { return dim + heads + 2; },
+    [](double x) { return float(x); }};
 Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t dim,
                const DosaPlan& plan) {
-  const std::size_t heads = w.size();
-  const auto row = [&](std::size_t h) { return q.subspan(h * dim, dim); };
-  Screen s;
-  std::vector<double> folded(heads, 0);
-  for (std::uint32_t j : plan.retained) folded[j] = w[j];
-  double c = 0;  // Σ w_h ||d_h||, each from above
-  for (const DosaAnchor& a : plan.anchors) {
-    std::vector<float> d(row(a.head).begin(), row(a.head).end());
-    // d_h in double, each product beta q exact, one rounding a subtraction (relative
-    // to the running value): the error of ||d_h|| grows by 2^-52 a further anchor
-    double dd = 0;
-    for (std::size_t i = 0; i < dim; ++i) {
-      double x =
-          a.anchor == kNoAnchor ? double(d[i]) : double(d[i]) - double(a.beta) * row(a.anchor)[i];
-      for (const DosaTerm& m : a.more) x -= double(m.beta) * row(m.anchor)[i];
-      dd += x * x;
-    }
-    double spread = a.anchor == kNoAnchor ? 0 : double(a.beta) * norm_up(row(a.anchor));
-    for (const DosaTerm& m : a.more) {
-      spread += double(m.beta) * norm_up(row(m.anchor));
-      folded[m.anchor] += double(w[a.head]) * double(m.beta);
-    }
-    c +=
-        double(w[a.head]) * (std::sqrt(dd) * (1 + double(dim + 4) * 0x1p-52) +
-                             double(a.more.size() + 2) * 0x1p-52 * (norm_up(row(a.head)) + spread));
-    if (a.anchor != kNoAnchor) folded[a.anchor] += double(w[a.head]) * double(a.beta);
-  }
-  double total_weight = 0, error = 0, screen_magnitude = 0;  // Σ|w_h|, then the margins
-  for (std::size_t h = 0; h < heads; ++h) {
-    total_weight += std::abs(double(w[h]));
-    error += std::abs(double(w[h])) * norm_up(row(h));
-  }
-  error *= gamma(dim + heads + 2);  // the scorer's own error on this key (full scoring)
-  for (std::uint32_t j : plan.retained) {
-    float f = float(folded[j]);
-    if (double(f) < folded[j]) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-    s.queries.insert(s.queries.end(), row(j).begin(), row(j).end());
-    s.weights.push_back(f);
-    screen_magnitude += std::abs(double(f)) * norm_up(row(j));
-  }
-  if (!plan.aggregated.empty()) {
-    std::vector<double> a(dim, 0);
-    double spread = 0;  // Σ |w_h| ||q_h||, the scale of a_A's rounding
-    for (std::uint32_t h : plan.aggregated) {
-      for (std::size_t i = 0; i < dim; ++i) a[i] += std::abs(double(w[h])) * row(h)[i];
-      spread += std::abs(double(w[h])) * norm_up(row(h));
-    }
-    for (double x : a) s.queries.push_back(float(x));
-    s.weights.push_back(-1.0f);
-    screen_magnitude += norm_up(std::span<const float>(s.queries).last(dim));
-    // a rounded a_A deducts at most ||delta|| ||k|| more than the exact one
-    error += (double(plan.aggregated.size()) * 0x1p-52 + 0x1p-24) * spread;
-  }
-  const std::size_t screen_heads = s.weights.size();
-  error += gamma(dim + screen_heads + 2) * screen_magnitude;  // the screen's scorer error
-  s.residual = up(up(up(c) * (1 + double(heads) * 0x1p-52)) + up(error));
-  double screen_weight = 0;
-  for (float f : s.weights) screen_weight += std::abs(double(f));
-  // products and sums that underflow: at most 2^-149 each, times the weights after them
-  s.slack = double((dim + 2) * (heads + screen_heads + 2)) * 0x1p-148 *
-            (1 + total_weight + screen_weight);
-  return s;
+  return dosa_screen::prepare(q, w, dim, plan, kArithmetic);
 }
 
 // ||k|| from above for every key (E4M3: the raw row's norm times its scale).
@@ -139,13 +70,6 @@ std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
   return norms;
 }
 
-// U of one key from the screen's scorer value p: plus the residual term and the
-// slacks, each rounding of the sum covered (docs/dosa.md).
-double bound_of(const Screen& screen, float p, double norm, double scale) {
-  const double term = up(screen.residual * norm) + screen.slack * std::max(1.0, scale);
-  return double(p) + term + 0x1p-148 + (std::abs(double(p)) + term) * 0x1p-50;
-}
-
 // U of every row of `block` (contiguous stored keys, their norms alongside).
 void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const double> norms,
                    std::span<double> bound) {
@@ -153,7 +77,7 @@ void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const
   std::vector<float> p(norms.size());
   (void)index_scores(screen.queries, screen.weights, block, p);
   for (std::size_t i = 0; i < norms.size(); ++i)
-    bound[i] = bound_of(screen, p[i], norms[i],
+    bound[i] = bound_of(screen.residual, screen.slack, p[i], norms[i],
                         double(row_scale(block, block.bytes.data() + i * row_bytes)));
 }
 
@@ -161,35 +85,6 @@ void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const
 IndexKeys rows_of(const IndexKeys& keys, std::size_t first, std::size_t n) {
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   return {keys.format, keys.bytes.subspan(first * row_bytes, n * row_bytes), keys.dim};
-}
-
-Status<DosaError> check_plan(std::span<const float> w, const DosaPlan& plan) {
-  const std::size_t heads = w.size();
-  std::vector<char> placed(heads, 0), retained(heads, 0);
-  const auto place = [&](std::uint32_t h) -> bool {
-    if (h >= heads || placed[h]) return false;
-    return placed[h] = 1;
-  };
-  for (std::uint32_t h : plan.retained)
-    if (!place(h))
-      return de::BadPlan{h};
-    else
-      retained[h] = 1;
-  const auto anchored = [&](std::uint32_t j, float beta) {
-    return beta >= 0 && std::isfinite(beta) && j < heads && retained[j];
-  };
-  for (const DosaAnchor& a : plan.anchors) {
-    if (!place(a.head) || !(w[a.head] > 0) || !(a.beta >= 0) || !std::isfinite(a.beta) ||
-        (a.anchor != kNoAnchor && !anchored(a.anchor, a.beta)))
-      return de::BadPlan{a.head};
-    for (const DosaTerm& m : a.more)
-      if (!anchored(m.anchor, m.beta)) return de::BadPlan{a.head};
-  }
-  for (std::uint32_t h : plan.aggregated)
-    if (!place(h) || !(w[h] < 0)) return de::BadPlan{h};
-  for (std::uint32_t h = 0; h < heads; ++h)
-    if (w[h] > 0 && !placed[h]) return de::BadPlan{h};
-  return Ok{};
 }
 
 // (score, id) in the total order: higher score first, then lower id
@@ -223,7 +118,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   }
   if (plans.size() != query_count) return de::ShapeMismatch{query_count, plans.size()};
   for (std::size_t t = 0; t < query_count; ++t)
-    if (auto st = check_plan(weights.subspan(t * heads, heads), plans[t]); !st.ok()) return st;
+    if (auto st = dosa_screen::check_plan(weights.subspan(t * heads, heads), plans[t]); !st.ok())
+      return st;
   if (count > k && seeds.size() < k) return de::TooFewSeeds{seeds.size(), k};
   if (out.size() != query_count * k) return de::ShapeMismatch{query_count * k, out.size()};
 
@@ -312,7 +208,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
           if (is_seed[first + i]) continue;
           ++q.screened;
           const double scale = double(row_scale(block, block.bytes.data() + i * row_bytes));
-          if (bound_of(q.screen, p[m * n + i], block_norms[i], scale) >= double(q.tau))
+          if (bound_of(q.screen.residual, q.screen.slack, p[m * n + i], block_norms[i], scale) >=
+              double(q.tau))
             q.survivors.push_back(std::int32_t(first + i));
         }
         if (!q.judged && q.screened >= kProbe) {

@@ -13,18 +13,8 @@
 
 namespace aether::cpu {
 
-// What a call did, summed over its queries.
-struct DosaStats {
-  std::size_t screened = 0;      // keys bounded (neither seeds nor fully scored)
-  std::size_t survivors = 0;     // of those, bounded at or above tau: scored
-  std::size_t full_queries = 0;  // queries scored in full (nothing to prune, or it did not pay)
-};
-
-struct DosaOptions {
-  // Score a query in full when the cost rule says pruning will not pay. The lanes
-  // are the same either way; properties turn it off to screen small inputs too.
-  bool fall_back_when_unpaid = true;
-};
+using aether::DosaOptions;
+using aether::DosaStats;
 
 // queries [T, H, D] fp32, weights [T, H], keys [L] in any KeyFormat, seeds shared by
 // the batch (distinct, visible), plans [T], out [T, K]: per query the best

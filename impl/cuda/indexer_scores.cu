@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "impl/cuda/indexer.hpp"
+#include "impl/cuda/indexer_scores.hpp"
+#include "impl/cuda/key_rows.cuh"
 
 namespace aether::cuda {
 
@@ -23,22 +25,11 @@ __host__ __device__ constexpr unsigned long long error_code(unsigned input, std:
   return (static_cast<unsigned long long>(input) << 62) | at;
 }
 
-__device__ __forceinline__ float e4m3_value(std::uint8_t b) {
-  const int e = (b >> 3) & 15, m = b & 7;
-  const float magnitude = e == 0 ? ldexpf(float(m), -9) : ldexpf(float(8 + m), e - 10);
-  return b & 0x80 ? -magnitude : magnitude;
-}
-
-__device__ __forceinline__ float row_scale(const std::byte* row, std::size_t dim) {
-  std::uint32_t bits = 0;
-  for (int i = 0; i < 4; ++i) bits |= std::uint32_t(row[dim + i]) << (8 * i);
-  return __uint_as_float(bits);
-}
-
 struct Shape {
-  std::size_t queries, heads, dim, keys;  // T, H, D, L
+  std::size_t queries, heads, dim, keys;  // T, H, D, L (with a list: its capacity)
   std::size_t row_bytes;                  // key_row_bytes(format, D)
   bool vector_keys, vector_queries;       // 8 elements per load (D % 8 == 0, aligned)
+  ScoreList list;                         // ids == nullptr: every stored key in order
 };
 
 // Calls bad(i) for every byte offset i < n whose byte `suspect` flags, reading 16
@@ -103,7 +94,6 @@ __global__ void validate(const std::uint16_t* queries, const float* weights, con
 }
 
 constexpr int kWarps = 8, kThreads = 32 * kWarps, kTileKeys = 32 * kWarps;
-constexpr int kQueriesPerBlock = 32;
 
 // Padded sizes: heads and dims rounded up to 16 (zero rows and columns add exact
 // zeros); shared-memory rows strided D + 8 so fragment loads hit distinct banks.
@@ -221,7 +211,8 @@ __device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t
   }
 }
 
-// Block (x, y): keys [256 x, 256 x + 256) for queries [32 y, 32 y + 32). Warp w owns
+// Block (x, y): keys [256 x, 256 x + 256) (of its first query's list, with a
+// ScoreList) for queries [n y, n y + n), n = queries_per_block. Warp w owns
 // keys 32 w .. 32 w + 31 (four 8-key mma tiles), keeps their B fragments in
 // registers across the block's queries, and sums the heads in registers: lane l
 // adds its heads h = l / 4 (mod 8) in ascending order, fma(w_h, max(dot_h, 0), ·),
@@ -241,14 +232,23 @@ __global__ void __launch_bounds__(kThreads)
 
   const std::size_t key0 = std::size_t(blockIdx.x) * kTileKeys;
   const unsigned dim = unsigned(s.dim);
-  const unsigned valid_keys = unsigned(s.keys - key0 < kTileKeys ? s.keys - key0 : kTileKeys);
+  const std::size_t t0 = std::size_t(blockIdx.y) * s.list.queries_per_block;
+  const std::size_t t1 =
+      t0 + s.list.queries_per_block < s.queries ? t0 + s.list.queries_per_block : s.queries;
+  // With a list, this block's keys are list entries key0 ... of its first query's list.
+  const std::int32_t* ids = s.list.ids == nullptr ? nullptr : s.list.ids + t0 * s.list.stride;
+  const std::size_t count = s.list.counts == nullptr ? s.keys : std::size_t(s.list.counts[t0]);
+  if (key0 >= count) return;  // the whole block: a list shorter than the grid
+  const unsigned valid_keys = unsigned(count - key0 < kTileKeys ? count - key0 : kTileKeys);
+  const auto key_row = [&](unsigned r) {
+    return keys + (ids == nullptr ? key0 + r : std::size_t(ids[key0 + r])) * s.row_bytes;
+  };
   // every E4M3 value and every bf16 is exactly a bf16
   load_tile(key_tile, lay.stride, kTileKeys, valid_keys, dim, lay.dim16, kFormat, s.vector_keys,
-            [&](unsigned r) { return keys + (key0 + r) * s.row_bytes; });
+            key_row);
   for (unsigned t = threadIdx.x; t < kTileKeys; t += kThreads)
-    scale_tile[t] = kFormat == KeyFormat::E4M3 && t < valid_keys
-                        ? row_scale(keys + (key0 + t) * s.row_bytes, s.dim)
-                        : 1.0f;
+    scale_tile[t] =
+        kFormat == KeyFormat::E4M3 && t < valid_keys ? row_scale(key_row(t), s.dim) : 1.0f;
   __syncthreads();
 
   // b[k]: the warp's 32 keys' k-th 16-deep slice, four 8-key tiles (each ldmatrix
@@ -265,8 +265,6 @@ __global__ void __launch_bounds__(kThreads)
     }
   const unsigned a_offset = (lane % 16) * lay.stride + (lane / 16) * 8;
 
-  const std::size_t t0 = std::size_t(blockIdx.y) * kQueriesPerBlock;
-  const std::size_t t1 = t0 + kQueriesPerBlock < s.queries ? t0 + kQueriesPerBlock : s.queries;
   const unsigned g = lane / 4, col = 2 * (lane % 4);
   if (t0 < t1) issue_query_tile(query_tiles[0], queries, t0, s, lay);
   copy_async_commit();
@@ -337,7 +335,7 @@ cudaError_t launch_score(const std::uint16_t* queries, const float* weights, con
       e != cudaSuccess)
     return e;
   const dim3 grid(unsigned((s.keys + kTileKeys - 1) / kTileKeys),
-                  unsigned((s.queries + kQueriesPerBlock - 1) / kQueriesPerBlock));
+                  unsigned((s.queries + s.list.queries_per_block - 1) / s.list.queries_per_block));
   kernel<<<grid, kThreads, bytes, stream>>>(queries, weights, keys, s, out);
   return cudaGetLastError();
 }
@@ -350,10 +348,29 @@ cudaError_t launch_score(const std::uint16_t* queries, const float* weights, con
 }
 }  // namespace
 
-Status<IndexerError> index_scores(device_span<const std::uint16_t> queries,
-                                  device_span<const float> weights, std::size_t query_count,
-                                  const DeviceIndexKeys& keys, device_span<float> out,
-                                  Stream stream) {
+namespace {
+// Shape of a call the checks passed; keys: the stored rows (a list's entries index them).
+Shape shape_of(device_span<const std::uint16_t> queries, std::size_t query_count, std::size_t heads,
+               const DeviceIndexKeys& keys) {
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  const auto aligned = [](const void* p, std::uintptr_t n) {
+    return reinterpret_cast<std::uintptr_t>(p) % n == 0;
+  };
+  return Shape{
+      query_count,
+      heads,
+      keys.dim,
+      row_bytes ? keys.bytes.size() / row_bytes : 0,
+      row_bytes,
+      keys.dim % 8 == 0 && aligned(keys.bytes.data(), keys.format == KeyFormat::E4M3 ? 4 : 16),
+      keys.dim % 8 == 0 && aligned(queries.data(), 16),
+      ScoreList{}};
+}
+}  // namespace
+
+Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries,
+                                        device_span<const float> weights, std::size_t query_count,
+                                        const DeviceIndexKeys& keys, Stream stream) {
   // The model's order (model::index_scores_batch): shapes of queries and weights,
   // non-finite queries and weights, then the keys' shape and values. What the
   // device cannot run is refused before any data is read.
@@ -370,24 +387,15 @@ Status<IndexerError> index_scores(device_span<const std::uint16_t> queries,
           cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
       e != cudaSuccess)
     return ie::DeviceFailure{int(e)};
-  const bool too_big = Layout(Shape{query_count, heads, keys.dim, 0, 0, false, false}).bytes() >
+  const bool too_big = Layout(Shape{query_count, heads, keys.dim, 0, 0, false, false, {}}).bytes() >
                        std::size_t(shared_limit);
   if (keys.format == KeyFormat::F32 || heads > MAX_DEVICE_SCORE_HEADS ||
       keys.dim > MAX_DEVICE_SCORE_DIM || odd_bf16 || too_big)
     return ie::UnsupportedOnDevice{keys.format, heads, keys.dim};
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const bool keys_whole = row_bytes == 0 ? keys.bytes.empty() : keys.bytes.size() % row_bytes == 0;
-  const auto aligned = [](const void* p, std::uintptr_t n) {
-    return reinterpret_cast<std::uintptr_t>(p) % n == 0;
-  };
-  const Shape s{
-      query_count,
-      heads,
-      keys.dim,
-      keys_whole && row_bytes ? keys.bytes.size() / row_bytes : 0,
-      row_bytes,
-      keys.dim % 8 == 0 && aligned(keys.bytes.data(), keys.format == KeyFormat::E4M3 ? 4 : 16),
-      keys.dim % 8 == 0 && aligned(queries.data(), 16)};
+  Shape s = shape_of(queries, query_count, heads, keys);
+  if (!keys_whole) s.keys = 0;
 
   Verdict v;
   if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
@@ -398,33 +406,52 @@ Status<IndexerError> index_scores(device_span<const std::uint16_t> queries,
                                        keys.format, s, v.word());
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
   const unsigned long long verdict = v.refusal();
-  Status<IndexerError> status = Ok{};
   if (verdict != kNoError) {
     const unsigned input = unsigned(verdict >> 62);
     const std::size_t at = std::size_t(verdict & ~error_code(3, 0));
-    if (input < 2) {
-      status = ie::NonFiniteInput{int(input), at};
-    } else {
-      const std::size_t j = at / (s.dim + 1), pos = at % (s.dim + 1);
-      status =
-          ie::NonFiniteInput{2, keys.format == KeyFormat::E4M3 && pos == 0 ? j * row_bytes + s.dim
-                                                                           : j * s.dim + pos - 1};
-    }
-  } else if (!keys_whole) {
-    status = ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0,
-                               keys.bytes.size()};
-  } else if (out.size() != s.queries * s.keys) {
-    status = ie::ShapeMismatch{s.queries * s.keys, out.size()};
-  } else if (s.queries > 0 && s.keys > 0) {
-    const cudaError_t e =
-        keys.format == KeyFormat::E4M3
-            ? launch_score<KeyFormat::E4M3>(queries.data(), weights.data(), keys.bytes.data(), s,
-                                            out.data(), stream)
-            : launch_score<KeyFormat::BF16>(queries.data(), weights.data(), keys.bytes.data(), s,
-                                            out.data(), stream);
-    if (e != cudaSuccess) status = ie::DeviceFailure{int(e)};
+    if (input < 2) return ie::NonFiniteInput{int(input), at};
+    const std::size_t j = at / (s.dim + 1), pos = at % (s.dim + 1);
+    return ie::NonFiniteInput{2, keys.format == KeyFormat::E4M3 && pos == 0 ? j * row_bytes + s.dim
+                                                                            : j * s.dim + pos - 1};
   }
-  return status;
+  if (!keys_whole)
+    return ie::ShapeMismatch{row_bytes ? keys.bytes.size() / row_bytes * row_bytes : 0,
+                             keys.bytes.size()};
+  return Ok{};
+}
+
+cudaError_t launch_index_scores(device_span<const std::uint16_t> queries,
+                                device_span<const float> weights, std::size_t query_count,
+                                const DeviceIndexKeys& keys, const ScoreList& list,
+                                std::size_t list_capacity, device_span<float> out, Stream stream) {
+  const std::size_t heads = query_count ? weights.size() / query_count : 0;
+  Shape s = shape_of(queries, query_count, heads, keys);
+  if (list.ids != nullptr) {
+    s.keys = list_capacity;
+    s.list = list;
+    if (list.stride != 0 || list.counts != nullptr) s.list.queries_per_block = 1;
+  }
+  if (s.queries == 0 || s.keys == 0) return cudaSuccess;
+  return keys.format == KeyFormat::E4M3
+             ? launch_score<KeyFormat::E4M3>(queries.data(), weights.data(), keys.bytes.data(), s,
+                                             out.data(), stream)
+             : launch_score<KeyFormat::BF16>(queries.data(), weights.data(), keys.bytes.data(), s,
+                                             out.data(), stream);
+}
+
+Status<IndexerError> index_scores(device_span<const std::uint16_t> queries,
+                                  device_span<const float> weights, std::size_t query_count,
+                                  const DeviceIndexKeys& keys, device_span<float> out,
+                                  Stream stream) {
+  if (auto status = check_index_scores(queries, weights, query_count, keys, stream); !status.ok())
+    return status;
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  if (out.size() != query_count * rows) return ie::ShapeMismatch{query_count * rows, out.size()};
+  if (cudaError_t e = launch_index_scores(queries, weights, query_count, keys, {}, 0, out, stream);
+      e != cudaSuccess)
+    return ie::DeviceFailure{int(e)};
+  return Ok{};
 }
 
 }  // namespace aether::cuda

@@ -1,0 +1,204 @@
+// DoSA on the GPU against full scoring on the GPU (cuda::index_scores, then
+// cuda::valid_prefix_topk) in the same run, identical lanes asserted, on the
+// structured workload of props/support/dosa_workload.hpp (bf16 queries and keys).
+// - `dosa_bench_cuda` (default): a batch of 64 queries, H 64, D 128, K 2048, at L
+//   32768 and 131072: the default workload (every key survives: the cost rule's
+//   fallback), Gaussian queries and keys (the same), and parallel heads (one
+//   direction, no noise: one anchor is exact), budgets 15 and 16 (with a_A, one
+//   or two 16-head tiles), 4096 and 12288 cold-prior seeds. Medians of 11 calls.
+// - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
+//   noise grows, L 131072, budget 15: the survivor rate at which pruned and full
+//   times cross.
+// Both calls wait for the device (the pruned one reads its survivor counts), so
+// each is timed on the host around the whole call.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "bench/cuda_timing.cuh"
+#include "impl/cpu/dosa.hpp"
+#include "impl/cuda/dosa.hpp"
+#include "props/support/dosa_workload.hpp"
+
+namespace {
+
+using namespace aether;
+using V = std::vector<std::int32_t>;
+using bench::check;
+
+constexpr std::size_t kK = 2048;
+
+std::uint16_t bf16_bits(float x) { return std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16); }
+float bf16_value(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
+
+template <class T>
+T* upload(const std::vector<T>& host) {
+  T* p = nullptr;
+  check(cudaMalloc(&p, std::max<std::size_t>(1, host.size()) * sizeof(T)), "malloc");
+  check(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  return p;
+}
+
+// A workload on the device: bf16 queries and keys (cut from the floats, which the
+// CPU's plan rule and cold prior read in their bf16 values).
+struct Case {
+  props::DosaWorkloadParams p;
+  std::vector<float> queries, keys;  // bf16 values
+  std::vector<std::uint16_t> query_bits, key_bits;
+  std::vector<float> weights;
+  explicit Case(const props::DosaWorkloadParams& params) : p(params) {
+    const props::DosaWorkload w = props::make_dosa_workload(p);
+    for (float x : w.queries)
+      query_bits.push_back(bf16_bits(x)), queries.push_back(bf16_value(query_bits.back()));
+    for (float x : w.keys)
+      key_bits.push_back(bf16_bits(x)), keys.push_back(bf16_value(key_bits.back()));
+    weights = w.weights;
+  }
+  IndexKeys host_keys() const { return {KeyFormat::F32, std::as_bytes(std::span(keys)), p.dim}; }
+};
+
+double median_ms(const std::function<void()>& fn, int reps = 11) {
+  fn();  // warm: the workspace is allocated once
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaDeviceSynchronize(), "sync");
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    check(cudaDeviceSynchronize(), "sync");
+    t.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[std::size_t(reps / 2)];
+}
+
+struct Result {
+  double full_ms, pruned_ms, rate;
+  DosaStats stats;
+  bool identical;
+};
+
+Result run(const Case& c, std::size_t seed_count, std::size_t budget, bool fallback) {
+  const std::size_t n = c.p.queries, h = c.p.heads, d = c.p.dim, L = c.p.keys;
+  const V seeds = cpu::cold_prior_seeds(c.queries, c.weights, n, c.host_keys(), kK, seed_count);
+  std::vector<DosaPlan> plans;
+  for (std::size_t t = 0; t < n; ++t)
+    plans.push_back(cpu::plan_heads(std::span(c.queries).subspan(t * h * d, h * d),
+                                    std::span(c.weights).subspan(t * h, h), c.host_keys(), budget,
+                                    cpu::plan_sample(seeds)));
+  auto* q = upload(c.query_bits);
+  auto* w = upload(c.weights);
+  auto* k = upload(c.key_bits);
+  auto* s = upload(seeds);
+  float* scores = nullptr;
+  std::int32_t *ends = nullptr, *full_out = nullptr, *pruned_out = nullptr;
+  check(cudaMalloc(&scores, n * L * 4), "malloc");
+  check(cudaMalloc(&full_out, n * kK * 4), "malloc");
+  check(cudaMalloc(&pruned_out, n * kK * 4), "malloc");
+  ends = upload(V(n, std::int32_t(L)));
+  const cuda::DeviceIndexKeys keys{
+      KeyFormat::BF16,
+      cuda::device_span<const std::byte>(reinterpret_cast<const std::byte*>(k), L * d * 2), d};
+  const auto queries = bench::on_device<const std::uint16_t>(q, n * h * d);
+  const auto weights = bench::on_device<const float>(w, n * h);
+  Result r{};
+  r.full_ms = median_ms([&] {
+    if (!cuda::index_scores(queries, weights, n, keys, bench::on_device(scores, n * L)).ok() ||
+        !cuda::valid_prefix_topk(bench::on_device<const float>(scores, n * L), L,
+                                 bench::on_device<const std::int32_t>(ends, n), kK,
+                                 bench::on_device(full_out, n * kK))
+             .ok())
+      std::exit(1);
+  });
+  r.pruned_ms = median_ms([&] {
+    if (!cuda::dosa_topk(queries, weights, n, keys, kK,
+                         bench::on_device<const std::int32_t>(s, seeds.size()), plans,
+                         bench::on_device(pruned_out, n * kK), DosaOptions{fallback}, &r.stats)
+             .ok())
+      std::exit(1);
+  });
+  V want(n * kK), got(n * kK);
+  check(cudaMemcpy(want.data(), full_out, n * kK * 4, cudaMemcpyDeviceToHost), "download");
+  check(cudaMemcpy(got.data(), pruned_out, n * kK * 4, cudaMemcpyDeviceToHost), "download");
+  r.identical = want == got;
+  r.rate = double(r.stats.survivors) / double(std::max<std::size_t>(1, r.stats.screened));
+  for (void* p : {(void*)q, (void*)w, (void*)k, (void*)s, (void*)scores, (void*)ends,
+                  (void*)full_out, (void*)pruned_out})
+    cudaFree(p);
+  return r;
+}
+
+void print(const char* name, const props::DosaWorkloadParams& p, std::size_t seed_count,
+           std::size_t budget, const Result& r) {
+  std::printf(
+      "dosa cuda %-15s L %6zu, T %zu, H %zu, D %zu, K %zu, %5zu seeds, budget %zu: full %.3f ms, "
+      "pruned %.3f ms, full / pruned %.2fx; survivors %.2f%% of %zu screened, %zu of %zu queries "
+      "in full; lanes %s\n",
+      name, p.keys, p.queries, p.heads, p.dim, kK, seed_count, budget, r.full_ms, r.pruned_ms,
+      r.full_ms / r.pruned_ms, 100 * r.rate, r.stats.screened, r.stats.full_queries, p.queries,
+      r.identical ? "identical" : "DIFFER");
+}
+
+props::DosaWorkloadParams parallel_heads(props::DosaWorkloadParams p) {
+  p.head_directions = 1;
+  p.head_noise = 0;
+  p.query_drift = 0;
+  return p;
+}
+props::DosaWorkloadParams gaussian(props::DosaWorkloadParams p) {
+  p.key_directions = 0;
+  p.key_noise = 1;
+  p.head_directions = 0;
+  p.head_noise = 1;
+  return p;
+}
+
+int timing() {
+  bool ok = true;
+  for (const std::size_t keys : {32768, 131072}) {
+    props::DosaWorkloadParams base;
+    base.keys = keys;
+    for (const auto& [name, p] : {std::pair{"default", base}, std::pair{"gaussian", gaussian(base)},
+                                  std::pair{"parallel heads", parallel_heads(base)}})
+      for (const std::size_t seed_count : {4096, 12288})
+        for (const std::size_t budget : {15, 16}) {
+          const Result r = run(Case(p), seed_count, budget, true);
+          print(name, p, seed_count, budget, r);
+          ok = ok && r.identical;
+        }
+  }
+  return ok ? 0 : 1;
+}
+
+int breakeven() {
+  bool ok = true;
+  for (const float noise : {0.0f, 0.02f, 0.05f, 0.1f, 0.2f, 0.3f}) {
+    props::DosaWorkloadParams p = parallel_heads({});
+    p.keys = 131072;
+    p.head_noise = noise;
+    const Result r = run(Case(p), 4096, 15, false);
+    char name[32];
+    std::snprintf(name, sizeof name, "noise %.2f", double(noise));
+    print(name, p, 4096, 15, r);
+    ok = ok && r.identical;
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("dosa_bench_cuda: no CUDA device visible, nothing timed\n");
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0) return breakeven();
+  return timing();
+}

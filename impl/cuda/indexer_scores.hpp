@@ -1,0 +1,42 @@
+// The CUDA scorer's internal entry points (impl/cuda/indexer_scores.cu), for CUDA
+// callers that score stored keys more than once per call (DoSA): the checks once,
+// then scoring without them, over every key or over per-query lists of keys. A
+// key's score is the same bits whichever way it is reached: its tile position and
+// the other keys and queries of the launch never enter its arithmetic.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "impl/cuda/indexer.hpp"
+
+namespace aether::cuda {
+
+// Keys to score by id (rows of the stored keys): query t scores ids[t stride ...],
+// counts[t] of them (counts nullptr: the call's list capacity), writing its scores
+// at out[t capacity + i]. stride 0: one list for every query.
+struct ScoreList {
+  const std::int32_t* ids = nullptr;
+  std::size_t stride = 0;
+  const std::int32_t* counts = nullptr;
+  std::size_t queries_per_block = 32;  // a block's queries share its keys; 1 with per-query lists
+};
+
+// index_scores' checks, in its order, waiting for the device's verdict: Ok when
+// every query, weight and key is finite, the shapes of queries, weights and keys
+// agree and the device runs the shape.
+Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries,
+                                        device_span<const float> weights, std::size_t query_count,
+                                        const DeviceIndexKeys& keys, Stream stream);
+
+// Scores queued on `stream` for inputs check_index_scores passed: out [T, L] with
+// no list (list.ids nullptr), else out [T, list_capacity] as ScoreList says (ids
+// inside the keys, counts at most list_capacity).
+cudaError_t launch_index_scores(device_span<const std::uint16_t> queries,
+                                device_span<const float> weights, std::size_t query_count,
+                                const DeviceIndexKeys& keys, const ScoreList& list,
+                                std::size_t list_capacity, device_span<float> out, Stream stream);
+
+}  // namespace aether::cuda

@@ -1,0 +1,38 @@
+#include "impl/cuda/dosa.hpp"
+#include "props/support/device_buffer.hpp"
+#include "props/support/dosa_backends.hpp"
+
+namespace aether::props {
+
+Status<DosaError> cuda_dosa_topk(std::span<const std::uint16_t> queries,
+                                 std::span<const float> weights, std::size_t query_count,
+                                 const IndexKeys& keys, std::size_t k,
+                                 std::span<const std::int32_t> seeds,
+                                 std::span<const DosaPlan> plans, std::span<std::int32_t> out,
+                                 const DosaOptions& options, DosaStats* stats) {
+  DeviceBuffer<std::uint16_t> d_queries(queries);
+  DeviceBuffer<float> d_weights(weights);
+  DeviceBuffer<std::byte> d_keys(keys.bytes);
+  DeviceBuffer<std::int32_t> d_seeds(seeds), d_out{std::span<const std::int32_t>(out)};
+  const auto status = cuda::dosa_topk(d_queries.span(), d_weights.span(), query_count,
+                                      cuda::DeviceIndexKeys{keys.format, d_keys.span(), keys.dim},
+                                      k, d_seeds.span(), plans, d_out.span(), options, stats);
+  d_out.download(out);
+  return status;
+}
+
+Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
+                                   std::span<const float> weights, const IndexKeys& keys,
+                                   const DosaPlan& plan, std::span<double> out) {
+  DeviceBuffer<std::uint16_t> d_query(query);
+  DeviceBuffer<float> d_weights(weights);
+  DeviceBuffer<std::byte> d_keys(keys.bytes);
+  DeviceBuffer<double> d_out{std::span<const double>(out)};
+  const auto status = cuda::dosa_bounds(d_query.span(), d_weights.span(),
+                                        cuda::DeviceIndexKeys{keys.format, d_keys.span(), keys.dim},
+                                        plan, d_out.span());
+  d_out.download(out);
+  return status;
+}
+
+}  // namespace aether::props

@@ -1,0 +1,42 @@
+// The CUDA DoSA backend behind host buffers (staged through device memory, out too,
+// so untouched-on-refusal checks mean something), and a generated call in the
+// form the CUDA scorer reads: bf16 queries, BF16 or E4M3 keys.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "api/dosa.hpp"
+#include "props/support/dosa_gen.hpp"
+
+namespace aether::props {
+
+// A DosaCall for the tensor cores: queries cut to bf16 (their high halves, as the
+// generator stores BF16 keys), F32 keys stored as BF16 the same way, BF16 and E4M3
+// keys as they are. Integer-grid values stay exact; NaN and inf stay non-finite.
+struct CudaDosaCall {
+  std::vector<std::uint16_t> queries;  // bf16 bits
+  std::vector<std::byte> key_bytes;
+  KeyFormat format = KeyFormat::BF16;
+  std::size_t dim = 0;
+  IndexKeys stored() const { return {format, key_bytes, dim}; }
+};
+CudaDosaCall cuda_form(const DosaCall& call);
+// The floats a bf16 query holds (for the model and the CPU).
+std::vector<float> bf16_values(std::span<const std::uint16_t> bits);
+
+#ifdef AETHER_HAVE_CUDA
+Status<DosaError> cuda_dosa_topk(std::span<const std::uint16_t> queries,
+                                 std::span<const float> weights, std::size_t query_count,
+                                 const IndexKeys& keys, std::size_t k,
+                                 std::span<const std::int32_t> seeds,
+                                 std::span<const DosaPlan> plans, std::span<std::int32_t> out,
+                                 const DosaOptions& options = {}, DosaStats* stats = nullptr);
+Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
+                                   std::span<const float> weights, const IndexKeys& keys,
+                                   const DosaPlan& plan, std::span<double> out);
+#endif
+
+}  // namespace aether::props
