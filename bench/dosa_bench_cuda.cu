@@ -6,6 +6,8 @@
 //   fallback), Gaussian queries and keys (the same), and parallel heads (one
 //   direction, no noise: one anchor is exact), budgets 15 and 16 (with a_A, one
 //   or two 16-head tiles), 4096 and 12288 cold-prior seeds. Medians of 11 calls.
+// - `dosa_bench_cuda one`: parallel heads at L 131072, 4096 seeds, budget 15, two
+//   calls each (for a profiler).
 // - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
 //   noise grows, L 131072, budget 15: the survivor rate at which pruned and full
 //   times cross.
@@ -63,7 +65,7 @@ struct Case {
   IndexKeys host_keys() const { return {KeyFormat::F32, std::as_bytes(std::span(keys)), p.dim}; }
 };
 
-double median_ms(const std::function<void()>& fn, int reps = 11) {
+double median_ms(int reps, const std::function<void()>& fn) {
   fn();  // warm: the workspace is allocated once
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -84,7 +86,8 @@ struct Result {
   bool identical;
 };
 
-Result run(const Case& c, std::size_t seed_count, std::size_t budget, bool fallback) {
+Result run(const Case& c, std::size_t seed_count, std::size_t budget, bool fallback,
+           int reps = 11) {
   const std::size_t n = c.p.queries, h = c.p.heads, d = c.p.dim, L = c.p.keys;
   const V seeds = cpu::cold_prior_seeds(c.queries, c.weights, n, c.host_keys(), kK, seed_count);
   std::vector<DosaPlan> plans;
@@ -108,7 +111,7 @@ Result run(const Case& c, std::size_t seed_count, std::size_t budget, bool fallb
   const auto queries = bench::on_device<const std::uint16_t>(q, n * h * d);
   const auto weights = bench::on_device<const float>(w, n * h);
   Result r{};
-  r.full_ms = median_ms([&] {
+  r.full_ms = median_ms(reps, [&] {
     if (!cuda::index_scores(queries, weights, n, keys, bench::on_device(scores, n * L)).ok() ||
         !cuda::valid_prefix_topk(bench::on_device<const float>(scores, n * L), L,
                                  bench::on_device<const std::int32_t>(ends, n), kK,
@@ -116,7 +119,7 @@ Result run(const Case& c, std::size_t seed_count, std::size_t budget, bool fallb
              .ok())
       std::exit(1);
   });
-  r.pruned_ms = median_ms([&] {
+  r.pruned_ms = median_ms(reps, [&] {
     if (!cuda::dosa_topk(queries, weights, n, keys, kK,
                          bench::on_device<const std::int32_t>(s, seeds.size()), plans,
                          bench::on_device(pruned_out, n * kK), DosaOptions{fallback}, &r.stats)
@@ -191,6 +194,14 @@ int breakeven() {
   return ok ? 0 : 1;
 }
 
+int one() {
+  props::DosaWorkloadParams p = parallel_heads({});
+  p.keys = 131072;
+  const Result r = run(Case(p), 4096, 15, true, 1);
+  print("parallel heads", p, 4096, 15, r);
+  return r.identical ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -200,5 +211,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0) return breakeven();
+  if (argc > 1 && std::strcmp(argv[1], "one") == 0) return one();
   return timing();
 }

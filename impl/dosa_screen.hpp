@@ -24,111 +24,145 @@
 namespace aether::dosa_screen {
 
 // γ_n = n u / (1 - n u), u = 2^-24: n float roundings
-inline double gamma(std::size_t n) { return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24); }
+AETHER_HOST_DEVICE inline double gamma(std::size_t n) {
+  return double(n) * 0x1p-24 / (1 - double(n) * 0x1p-24);
+}
 // x raised past the error of a few double roundings of quantities no larger than |x|
 AETHER_HOST_DEVICE inline double up(double x) { return x + (x < 0 ? -x : x) * 0x1p-50; }
-// ||v|| from above for a row of floats: squares and sum in double, then the sqrt
+// ||v|| from above from the double sum of its n squares (each square exact, the
+// sum in any order, then the sqrt)
+AETHER_HOST_DEVICE inline double norm_from_squares(double squares, std::size_t n) {
+  return sqrt(squares) * (1 + double(n + 4) * 0x1p-52);
+}
 inline double norm_up(std::span<const float> v) {
   double s = 0;
   for (float x : v) s += double(x) * double(x);
-  return std::sqrt(s) * (1 + double(v.size() + 4) * 0x1p-52);
+  return norm_from_squares(s, v.size());
 }
 
-// What the backend's scorer and screen rows are: its error index n(H) for H heads
-// of D, and the value a screen row stores for a double (the float nearest; bf16
-// rows: the bf16 nearest that float).
-struct Arithmetic {
-  std::size_t (*error_index)(std::size_t heads, std::size_t dim);
-  float (*stored)(double);
-};
+// One anchored head's share of c = Σ w_h ||d_h||: d_h = q_h - beta q_j - Σ beta_i
+// q_{j_i} in double (each product exact, each subtraction one rounding relative
+// to the running value, so ||d_h|| grows by at most (m + 2) 2^-52 (||q_h|| +
+// spread), spread = beta ||q_j|| + Σ beta_i ||q_{j_i}||), `squares` = Σ d_i².
+AETHER_HOST_DEVICE inline double anchor_share(double weight, double squares, std::size_t dim,
+                                              std::size_t more, double head_norm, double spread) {
+  return weight *
+         (norm_from_squares(squares, dim) + double(more + 2) * 0x1p-52 * (head_norm + spread));
+}
 
-// A query's screen (source 001 §2.2): the retained heads with their anchored heads'
-// w_h beta_h folded into their weights (rounded up: each multiplies a ReLU), and
-// a_A (in double; the backend rounds it to its row type) with weight -1. A key's
-// U = P + residual ||k|| + slack max(1, row scale), P the screen's scorer value.
-struct Screen {
-  std::vector<float> queries, weights;  // |R| rows, then a_A when aggregated
+// What a query's screen margin is made of, each from above (docs/dosa.md):
+struct ScreenSums {
+  double c = 0;                 // Σ anchor_share
+  double weighted_norms = 0;    // Σ_h |w_h| ||q_h||: the scorer's error on a key, / γ ||k||
+  double screen_magnitude = 0;  // Σ_j |w'_j| ||s_j|| over the screen's rows s_j
+  double aggregate_error = 0;   // |A| 2^-52 Σ_A |w_h| ||q_h|| + ||â - a||: a_A's rounding
+  double total_weight = 0, screen_weight = 0;  // Σ |w_h|, Σ |w'_j|
+  std::size_t heads = 0, screen_heads = 0, dim = 0;
+};
+struct ScreenTerms {
   double residual = 0, slack = 0;
 };
 
+// U = P + residual ||k|| + slack max(1, scale): residual = c plus the scorer's and
+// the screen's errors (error indices n_full and n_screen of the backend) and a_A's
+// rounding, each sum of at most H + |R| + 1 terms raised by that many roundings;
+// slack = subnormal products and sums, at most 2^-149 each times the weights after.
+AETHER_HOST_DEVICE inline ScreenTerms terms_of(const ScreenSums& s, std::size_t full_index,
+                                               std::size_t screen_index) {
+  const double sums = 1 + double(s.heads + s.screen_heads + 8) * 0x1p-52;
+  const double error = (gamma(full_index) * s.weighted_norms + s.aggregate_error +
+                        gamma(screen_index) * s.screen_magnitude) *
+                       sums;
+  return {up(up(up(s.c) * sums) + up(error)), double((s.dim + 2) * (s.heads + s.screen_heads + 2)) *
+                                                  0x1p-148 *
+                                                  (1 + s.total_weight + s.screen_weight)};
+}
+
+// U of one key from the screen's scorer value p (norm: ||k|| from above; scale: the
+// row's, 1 unscaled), each rounding of the sum covered.
+AETHER_HOST_DEVICE inline double bound_of(const ScreenTerms& terms, float p, double norm,
+                                          double scale) {
+  const double term = up(terms.residual * norm) + terms.slack * (scale > 1 ? scale : 1.0);
+  return double(p) + term + 0x1p-148 + ((p < 0 ? -double(p) : double(p)) + term) * 0x1p-50;
+}
+
+// The screen's weights: each retained head's own, plus w_h beta for every head it
+// anchors, rounded up to a float (each multiplies a ReLU), then -1 for a_A when
+// the plan aggregates.
+inline std::vector<float> screen_weights(std::span<const float> w, const DosaPlan& plan) {
+  std::vector<double> folded(w.size(), 0);
+  for (std::uint32_t j : plan.retained) folded[j] = w[j];
+  for (const DosaAnchor& a : plan.anchors) {
+    if (a.anchor != kNoAnchor) folded[a.anchor] += double(w[a.head]) * double(a.beta);
+    for (const DosaTerm& m : a.more) folded[m.anchor] += double(w[a.head]) * double(m.beta);
+  }
+  std::vector<float> out;
+  for (std::uint32_t j : plan.retained) {
+    float f = float(folded[j]);
+    if (double(f) < folded[j]) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    out.push_back(f);
+  }
+  if (!plan.aggregated.empty()) out.push_back(-1.0f);
+  return out;
+}
+
+// A query's screen (source 001 §2.2) on the host: the retained heads' rows, then
+// a_A (in double, stored as `stored` gives) with weight -1, and its terms.
+struct Screen {
+  std::vector<float> queries, weights;
+  ScreenTerms terms;
+};
 inline Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t dim,
-                      const DosaPlan& plan, const Arithmetic& arithmetic) {
+                      const DosaPlan& plan, std::size_t (*error_index)(std::size_t, std::size_t),
+                      float (*stored)(double)) {
   const std::size_t heads = w.size();
   const auto row = [&](std::size_t h) { return q.subspan(h * dim, dim); };
-  std::vector<double> head_norm(heads);  // ||q_h|| from above, each once
-  for (std::size_t h = 0; h < heads; ++h) head_norm[h] = norm_up(row(h));
-  Screen s;
-  std::vector<double> folded(heads, 0);
-  for (std::uint32_t j : plan.retained) folded[j] = w[j];
-  double c = 0;  // Σ w_h ||d_h||, each from above
+  std::vector<double> head_norm(heads);
+  ScreenSums sums;
+  sums.heads = heads;
+  sums.dim = dim;
+  for (std::size_t h = 0; h < heads; ++h) {
+    head_norm[h] = norm_up(row(h));
+    sums.weighted_norms += std::abs(double(w[h])) * head_norm[h];
+    sums.total_weight += std::abs(double(w[h]));
+  }
   for (const DosaAnchor& a : plan.anchors) {
-    // d_h in double, each product beta q exact, one rounding a subtraction (relative
-    // to the running value): the error of ||d_h|| grows by 2^-52 a further anchor
-    double dd = 0;
+    double squares = 0;
     for (std::size_t i = 0; i < dim; ++i) {
       double x = a.anchor == kNoAnchor ? double(row(a.head)[i])
                                        : double(row(a.head)[i]) - double(a.beta) * row(a.anchor)[i];
       for (const DosaTerm& m : a.more) x -= double(m.beta) * row(m.anchor)[i];
-      dd += x * x;
+      squares += x * x;
     }
     double spread = a.anchor == kNoAnchor ? 0 : double(a.beta) * head_norm[a.anchor];
-    for (const DosaTerm& m : a.more) {
-      spread += double(m.beta) * head_norm[m.anchor];
-      folded[m.anchor] += double(w[a.head]) * double(m.beta);
-    }
-    c += double(w[a.head]) * (std::sqrt(dd) * (1 + double(dim + 4) * 0x1p-52) +
-                              double(a.more.size() + 2) * 0x1p-52 * (head_norm[a.head] + spread));
-    if (a.anchor != kNoAnchor) folded[a.anchor] += double(w[a.head]) * double(a.beta);
+    for (const DosaTerm& m : a.more) spread += double(m.beta) * head_norm[m.anchor];
+    sums.c += anchor_share(w[a.head], squares, dim, a.more.size(), head_norm[a.head], spread);
   }
-  double total_weight = 0, error = 0, screen_magnitude = 0;  // Σ|w_h|, then the margins
-  for (std::size_t h = 0; h < heads; ++h) {
-    total_weight += std::abs(double(w[h]));
-    error += std::abs(double(w[h])) * head_norm[h];
-  }
-  error *= gamma(arithmetic.error_index(heads, dim));  // the scorer's own error (full scoring)
-  for (std::uint32_t j : plan.retained) {
-    float f = float(folded[j]);
-    if (double(f) < folded[j]) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-    s.queries.insert(s.queries.end(), row(j).begin(), row(j).end());
-    s.weights.push_back(f);
-    screen_magnitude += std::abs(double(f)) * head_norm[j];
+  Screen s;
+  s.weights = screen_weights(w, plan);
+  sums.screen_heads = s.weights.size();
+  for (std::size_t r = 0; r < plan.retained.size(); ++r) {
+    s.queries.insert(s.queries.end(), row(plan.retained[r]).begin(), row(plan.retained[r]).end());
+    sums.screen_magnitude += std::abs(double(s.weights[r])) * head_norm[plan.retained[r]];
   }
   if (!plan.aggregated.empty()) {
-    std::vector<double> a(dim, 0);
-    double spread = 0;  // Σ |w_h| ||q_h||, the scale of a_A's rounding in double
-    for (std::uint32_t h : plan.aggregated) {
-      for (std::size_t i = 0; i < dim; ++i) a[i] += std::abs(double(w[h])) * row(h)[i];
-      spread += std::abs(double(w[h])) * head_norm[h];
-    }
-    double moved = 0;  // ||â - a||² in double: each difference exact or within 2^-53
+    double spread = 0, squares = 0, moved = 0;
+    for (std::uint32_t h : plan.aggregated) spread += std::abs(double(w[h])) * head_norm[h];
     for (std::size_t i = 0; i < dim; ++i) {
-      const float stored = arithmetic.stored(a[i]);
-      s.queries.push_back(stored);
-      moved += (double(stored) - a[i]) * (double(stored) - a[i]);
+      double a = 0;
+      for (std::uint32_t h : plan.aggregated) a += std::abs(double(w[h])) * row(h)[i];
+      const float value = stored(a);
+      s.queries.push_back(value);
+      squares += double(value) * double(value);
+      moved += (double(value) - a) * (double(value) - a);
     }
-    s.weights.push_back(-1.0f);
-    screen_magnitude += norm_up(std::span<const float>(s.queries).last(dim));
-    // the stored â deducts at most ||â - a|| ||k|| more than the exact a_A
-    error += double(plan.aggregated.size()) * 0x1p-52 * spread +
-             std::sqrt(moved) * (1 + double(dim + 4) * 0x1p-52);
+    sums.screen_magnitude += norm_from_squares(squares, dim);
+    sums.aggregate_error =
+        double(plan.aggregated.size()) * 0x1p-52 * spread + norm_from_squares(moved, dim);
   }
-  error += gamma(arithmetic.error_index(s.weights.size(), dim)) * screen_magnitude;
-  s.residual = up(up(up(c) * (1 + double(heads) * 0x1p-52)) + up(error));
-  double screen_weight = 0;
-  for (float f : s.weights) screen_weight += std::abs(double(f));
-  // products and sums that underflow: at most 2^-149 each, times the weights after them
-  s.slack = double((dim + 2) * (heads + s.weights.size() + 2)) * 0x1p-148 *
-            (1 + total_weight + screen_weight);
+  for (float f : s.weights) sums.screen_weight += std::abs(double(f));
+  s.terms = terms_of(sums, error_index(heads, dim), error_index(sums.screen_heads, dim));
   return s;
-}
-
-// U of one key from the screen's scorer value p (residual and slack: the query's
-// Screen's; norm: ||k|| from above; scale: the row's, 1 unscaled): plus the
-// residual term and the slacks, each rounding of the sum covered (docs/dosa.md).
-AETHER_HOST_DEVICE inline double bound_of(double residual, double slack, float p, double norm,
-                                          double scale) {
-  const double term = up(residual * norm) + slack * (scale > 1 ? scale : 1.0);
-  return double(p) + term + 0x1p-148 + ((p < 0 ? -double(p) : double(p)) + term) * 0x1p-50;
 }
 
 // A plan that splits query weights `w`'s heads as api/dosa.hpp says: the failing

@@ -47,13 +47,13 @@ using dosa_screen::norm_up;
 using dosa_screen::Screen;
 using dosa_screen::up;
 
-// The CPU scorer's arithmetic: D + H + 2 float roundings a key, a_A stored as floats.
-constexpr dosa_screen::Arithmetic kArithmetic{
-    [](std::size_t heads, std::size_t dim) { return dim + heads + 2; },
-    [](double x) { return float(x); }};
+// The CPU scorer's arithmetic (docs/dosa.md): D + H + 2 float roundings a key,
+// a_A stored as floats.
 Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t dim,
                const DosaPlan& plan) {
-  return dosa_screen::prepare(q, w, dim, plan, kArithmetic);
+  return dosa_screen::prepare(
+      q, w, dim, plan, [](std::size_t heads, std::size_t d) { return d + heads + 2; },
+      [](double x) { return float(x); });
 }
 
 // ||k|| from above for every key (E4M3: the raw row's norm times its scale).
@@ -77,7 +77,7 @@ void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const
   std::vector<float> p(norms.size());
   (void)index_scores(screen.queries, screen.weights, block, p);
   for (std::size_t i = 0; i < norms.size(); ++i)
-    bound[i] = bound_of(screen.residual, screen.slack, p[i], norms[i],
+    bound[i] = bound_of(screen.terms, p[i], norms[i],
                         double(row_scale(block, block.bytes.data() + i * row_bytes)));
 }
 
@@ -208,8 +208,7 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
           if (is_seed[first + i]) continue;
           ++q.screened;
           const double scale = double(row_scale(block, block.bytes.data() + i * row_bytes));
-          if (bound_of(q.screen.residual, q.screen.slack, p[m * n + i], block_norms[i], scale) >=
-              double(q.tau))
+          if (bound_of(q.screen.terms, p[m * n + i], block_norms[i], scale) >= double(q.tau))
             q.survivors.push_back(std::int32_t(first + i));
         }
         if (!q.judged && q.screened >= kProbe) {
