@@ -170,7 +170,8 @@ inline Screen prepare(std::span<const float> q, std::span<const float> w, std::s
 inline Status<DosaError> check_plan(std::span<const float> w, const DosaPlan& plan) {
   namespace de = dosa_error;
   const std::size_t heads = w.size();
-  std::vector<char> placed(heads, 0), retained(heads, 0);
+  thread_local std::vector<char> placed;  // 0 free, 1 placed, 2 retained (a batch's plans reuse it)
+  placed.assign(heads, 0);
   const auto place = [&](std::uint32_t h) -> bool {
     if (h >= heads || placed[h]) return false;
     return placed[h] = 1;
@@ -179,9 +180,9 @@ inline Status<DosaError> check_plan(std::span<const float> w, const DosaPlan& pl
     if (!place(h))
       return de::BadPlan{h};
     else
-      retained[h] = 1;
+      placed[h] = 2;
   const auto anchored = [&](std::uint32_t j, float beta) {
-    return beta >= 0 && std::isfinite(beta) && j < heads && retained[j];
+    return beta >= 0 && std::isfinite(beta) && j < heads && placed[j] == 2;
   };
   for (const DosaAnchor& a : plan.anchors) {
     if (!place(a.head) || !(w[a.head] > 0) || !(a.beta >= 0) || !std::isfinite(a.beta) ||

@@ -36,7 +36,9 @@ break_and_build() {  # break_and_build COMPONENT NAME FILE EXPR
   elif [ -n "$check_only" ]; then
     echo "mutant $name: applies"
     return 1
-  elif ! cmake --build "$build" --target "${component}_props" "${component}_test" >/dev/null 2>&1; then
+  elif ! cmake --build "$build" --target "${component}_props" "${component}_test" \
+      $([ -e "$build/props/${component}_cuda_props" ] && echo "${component}_cuda_props") \
+      >/dev/null 2>&1; then
     echo "mutant $name: does not build"
   else
     return 0
@@ -51,7 +53,10 @@ cuda_mutant() {  # cuda_mutant COMPONENT NAME FILE SED-EXPRESSION: built only wh
   [[ ( -n $stage || -n $check_only ) && $only == *" $component "* ]] || return 0
   if break_and_build "$@"; then
     mkdir -p "$stage/$name"
-    cp "$build/props/${component}_props" "$build/tests/${component}_test" "$stage/$name/"
+    # a component whose CUDA properties have their own suite stages that one
+    local props="$build/props/${component}_props"
+    [ -e "$build/props/${component}_cuda_props" ] && props="$build/props/${component}_cuda_props"
+    cp "$props" "$build/tests/${component}_test" "$stage/$name/"
     echo "mutant $name: staged in $stage/$name"
   fi
   restore "$file"
@@ -105,30 +110,47 @@ mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
   's|      q.tau = q.chosen.back().first;  // the K-th best seed score|      q.tau = q.chosen[k > 1 ? k - 2 : 0].first;|'
 mutant dosa model-residual-halved model/dosa.cpp \
   's|    c += exact(weights\[a.head\]) \* upper_sqrt(norm_sq(d));|    c += exact(weights[a.head]) * upper_sqrt(norm_sq(d) / 4);|'
-mutant dosa cpu-residual-dropped impl/cpu/dosa.cpp \
-  's|        double(w\[a.head\]) \* (std::sqrt(dd) \* |        double(w[a.head]) * (0 * std::sqrt(dd) * |'
+mutant dosa cpu-residual-dropped impl/dosa_screen.hpp \
+  's|         (norm_from_squares(squares, dim) + double(more + 2)|         (0 * norm_from_squares(squares, dim) + double(more + 2)|'
 mutant dosa model-deduction-doubled model/dosa.cpp \
   's|  return {p - relu(deduction), residual, norm_sq(key)};|  return {p - 2 * relu(deduction), residual, norm_sq(key)};|'
-mutant dosa cpu-deduction-doubled impl/cpu/dosa.cpp \
-  's|    s.weights.push_back(-1.0f);|    s.weights.push_back(-2.0f);|'
+mutant dosa cpu-deduction-doubled impl/dosa_screen.hpp \
+  's|  if (!plan.aggregated.empty()) out.push_back(-1.0f);|  if (!plan.aggregated.empty()) out.push_back(-2.0f);|'
 mutant dosa model-bound-at-tau-excluded model/dosa.cpp \
   's|  return gap > 0 \&\& u.residual \* u.residual \* u.key_norm_sq < gap \* gap;|  return gap >= 0 \&\& u.residual * u.residual * u.key_norm_sq <= gap * gap;|'
-mutant dosa cpu-rounding-margin-dropped impl/cpu/dosa.cpp \
-  's|  s.residual = up(up(up(c) \* (1 + double(heads) \* 0x1p-52)) + up(error));|  s.residual = up(up(c) * (1 + double(heads) * 0x1p-52));|'
+mutant dosa cpu-rounding-margin-dropped impl/dosa_screen.hpp \
+  's|  return {up(up(up(s.c) \* sums) + up(error)),|  return {up(up(s.c) * sums),|'
 mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
   's|    if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));|    if (full_score(j) > tau) candidates.push_back(std::int32_t(j));|'
 mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
   's|        if (scores\[i\] >= q.tau) q.chosen.emplace_back(scores\[i\], q.survivors\[i\]);|        if (scores[i] > q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);|'
 mutant dosa model-further-anchors-unbounded model/dosa.cpp \
   's|      p += exact(weights\[a.head\]) \* exact(m.beta) \* relu(dot(q(m.anchor), key));|      (void)m;|'
-mutant dosa cpu-further-anchors-not-folded impl/cpu/dosa.cpp \
-  's|      folded\[m.anchor\] += double(w\[a.head\]) \* double(m.beta);||'
+mutant dosa cpu-further-anchors-not-folded impl/dosa_screen.hpp \
+  's|    for (const DosaTerm\& m : a.more) folded\[m.anchor\] += double(w\[a.head\]) \* double(m.beta);||'
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa_plan.cpp \
   's|    if (t == last) continue;||'
 mutant dosa cpu-group-member-bounded-against-the-first-tau impl/cpu/dosa.cpp \
-  's|          if (bound_of(q.screen, p\[m \* n + i\], block_norms\[i\], scale) >= double(q.tau))|          if (bound_of(q.screen, p[m * n + i], block_norms[i], scale) >= double(members[0].tau))|'
+  's|, block_norms\[i\], scale) >= double(q.tau))|, block_norms[i], scale) >= double(members[0].tau))|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
+# dosa on CUDA (staged): the threshold above the K-th seed score (each thread's best),
+# the anchored residual dropped and the aggregated deduction doubled (the shared
+# preparation, as the device computes it), the margin without the tensor cores'
+# error, survivors scoring exactly tau dropped, ties merged toward the higher id
+cuda_mutant dosa cuda-threshold-above-the-kth-seed impl/cuda/dosa_kernels.cu \
+  's|    m = fminf(m, seed_scores|    m = fmaxf(m == 3.40282347e38f ? -m : m, seed_scores|'
+cuda_mutant dosa cuda-residual-dropped impl/cuda/dosa_kernels.cu \
+  's|          dosa_screen::anchor_share(w\[a.head\], s, dim|          0 * dosa_screen::anchor_share(w[a.head], s, dim|'
+cuda_mutant dosa cuda-deduction-doubled impl/dosa_screen.hpp \
+  's|  if (!plan.aggregated.empty()) out.push_back(-1.0f);|  if (!plan.aggregated.empty()) out.push_back(-2.0f);|'
+cuda_mutant dosa cuda-margin-without-tensor-core-error impl/cuda/dosa_kernels.cu \
+  's|  return 48 \* ((dim + 15) / 16) + heads + 2;|  return 0 * (dim + heads);|'
+cuda_mutant dosa cuda-survivor-at-tau-dropped impl/cuda/dosa_merge.cu \
+  's|  return score >= c.tau\[t\];|  return score > c.tau[t];|'
+cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
+  's|(mask - std::uint32_t(id))|std::uint32_t(id)|'
+
 
 # indexer: tie order, signed zeros, the valid end, the tie quota, a radix digit,
 # candidates past the end. (hist[d] >= rank -> > rank is an equivalent mutant: the

@@ -5,10 +5,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstring>
+#include <bit>
 #include <vector>
 
 #include "impl/cuda/dosa.hpp"
+#include "impl/cuda/dosa_host.hpp"
 #include "impl/cuda/dosa_kernels.hpp"
 #include "impl/cuda/indexer_scores.hpp"
 
@@ -26,158 +27,9 @@ constexpr double kPays = 0.9;  // pruning must cost under this share of full sco
 // fixed launches and waits (measured: bench/dosa_bench_cuda, docs/performance.md).
 constexpr double kBoundTiles = 0.5, kFixedTiles = 4e6;
 
-std::size_t tiles16(std::size_t heads) { return (heads + 15) / 16; }
-
-DosaError from_indexer(const IndexerError& e) {
-  namespace ie = indexer_error;
-  if (auto* p = std::get_if<ie::ShapeMismatch>(&e)) return *p;
-  if (auto* p = std::get_if<ie::NonFiniteInput>(&e)) return *p;
-  if (auto* p = std::get_if<ie::UnsupportedOnDevice>(&e)) return *p;
-  if (auto* p = std::get_if<ie::DeviceFailure>(&e)) return *p;
-  return de::DeviceFailure{int(cudaErrorUnknown)};
-}
-
-#define AETHER_TRY(call)                                                                        \
-  if (const cudaError_t aether_e = cudaError_t(call); aether_e != 0) return de::DeviceFailure { \
-      int(aether_e)                                                                             \
-    }
-
-// The calling thread's device memory for a call's intermediates, grown as needed
-// and kept (a call waits for the device before it returns, so the next call may
-// reuse it), carved in 256-byte aligned pieces in the order reserved.
-class Workspace {
- public:
-  template <class T>
-  void reserve(std::size_t n) {
-    bytes_ += (n * sizeof(T) + 255) / 256 * 256;
-  }
-  cudaError_t allocate() {
-    thread_local struct Held {
-      void* p = nullptr;
-      std::size_t bytes = 0;
-      ~Held() { cudaFree(p); }
-    } held;
-    if (held.bytes < bytes_) {
-      cudaFree(held.p);
-      held.p = nullptr;
-      held.bytes = 0;
-      if (cudaError_t e = cudaMalloc(&held.p, bytes_); e != cudaSuccess) return e;
-      held.bytes = bytes_;
-    }
-    base_ = static_cast<char*>(held.p);
-    return cudaSuccess;
-  }
-  template <class T>
-  T* take(std::size_t n) {
-    T* p = reinterpret_cast<T*>(base_ + used_);
-    used_ += (n * sizeof(T) + 255) / 256 * 256;
-    return p;
-  }
-
- private:
-  std::size_t bytes_ = 0, used_ = 0;
-  char* base_ = nullptr;
-};
-
-// The host's part of a call's inputs: weights (for the plan check and the screens'
-// weights) and seeds, checked in the model's order after the scorer's checks.
-struct HostInputs {
-  std::vector<float> weights;
-  std::vector<std::int32_t> seeds;
-};
-Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
-                               device_span<const float> weights, std::size_t query_count,
-                               const DeviceIndexKeys& keys, device_span<const std::int32_t> seeds,
-                               Stream stream, HostInputs& host) {
-  if (auto st = check_index_scores(queries, weights, query_count, keys, stream); !st.ok())
-    return from_indexer(st.error());
-  host.weights.resize(weights.size());
-  host.seeds.resize(seeds.size());
-  if (!weights.empty())
-    AETHER_TRY(cudaMemcpyAsync(host.weights.data(), weights.data(), weights.size_bytes(),
-                               cudaMemcpyDeviceToHost, stream));
-  if (!seeds.empty())
-    AETHER_TRY(cudaMemcpyAsync(host.seeds.data(), seeds.data(), seeds.size_bytes(),
-                               cudaMemcpyDeviceToHost, stream));
-  AETHER_TRY(cudaStreamSynchronize(stream));
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
-  std::vector<char> seen(count, 0);
-  for (std::size_t i = 0; i < host.seeds.size(); ++i) {
-    const std::int32_t id = host.seeds[i];
-    if (id < 0 || std::size_t(id) >= count || seen[std::size_t(id)]) return de::BadSeed{i, id};
-    seen[std::size_t(id)] = 1;
-  }
-  return Ok{};
-}
-
-// A batch's plans flattened into one buffer (DevicePlans' sections, each 16-byte
-// aligned), uploaded in one copy to `device`; returns the device view.
-class PlanBlob {
- public:
-  PlanBlob(std::span<const DosaPlan> plans, std::span<const float> weights, std::size_t width) {
-    const std::size_t heads = plans.empty() ? 0 : weights.size() / plans.size();
-    std::vector<std::uint32_t> retained_first{0}, retained, anchor_first{0}, aggregated_first{0},
-        aggregated;
-    std::vector<AnchorEntry> anchors;
-    std::vector<DosaTerm> terms;
-    std::vector<float> screen(plans.size() * width, 0.0f);
-    for (std::size_t t = 0; t < plans.size(); ++t) {
-      const DosaPlan& p = plans[t];
-      retained.insert(retained.end(), p.retained.begin(), p.retained.end());
-      retained_first.push_back(std::uint32_t(retained.size()));
-      for (const DosaAnchor& a : p.anchors) {
-        anchors.push_back(
-            {a.head, a.anchor, a.beta, std::uint32_t(terms.size()), std::uint32_t(a.more.size())});
-        terms.insert(terms.end(), a.more.begin(), a.more.end());
-      }
-      anchor_first.push_back(std::uint32_t(anchors.size()));
-      aggregated.insert(aggregated.end(), p.aggregated.begin(), p.aggregated.end());
-      aggregated_first.push_back(std::uint32_t(aggregated.size()));
-      const auto w = dosa_screen::screen_weights(weights.subspan(t * heads, heads), p);
-      std::copy(w.begin(), w.end(), screen.begin() + std::ptrdiff_t(t * width));
-    }
-    offsets_ = {add(retained_first), add(retained),         add(anchor_first), add(anchors),
-                add(terms),          add(aggregated_first), add(aggregated),   add(screen)};
-    width_ = width;
-  }
-  std::size_t size() const { return bytes_.size(); }
-  // Queues the copy (pageable: it returns once the bytes are staged).
-  cudaError_t upload(std::byte* device, Stream stream, DevicePlans& view) const {
-    const auto at = [&](int i) { return device + offsets_[std::size_t(i)]; };
-    view = {reinterpret_cast<const std::uint32_t*>(at(0)),
-            reinterpret_cast<const std::uint32_t*>(at(1)),
-            reinterpret_cast<const std::uint32_t*>(at(2)),
-            reinterpret_cast<const AnchorEntry*>(at(3)),
-            reinterpret_cast<const DosaTerm*>(at(4)),
-            reinterpret_cast<const std::uint32_t*>(at(5)),
-            reinterpret_cast<const std::uint32_t*>(at(6)),
-            reinterpret_cast<const float*>(at(7)),
-            width_};
-    return cudaMemcpyAsync(device, bytes_.data(), bytes_.size(), cudaMemcpyHostToDevice, stream);
-  }
-
- private:
-  template <class T>
-  std::size_t add(const std::vector<T>& v) {
-    const std::size_t at = (bytes_.size() + 15) / 16 * 16;
-    bytes_.resize(at + v.size() * sizeof(T));
-    if (!v.empty()) std::memcpy(bytes_.data() + at, v.data(), v.size() * sizeof(T));
-    return at;
-  }
-  std::vector<std::byte> bytes_;
-  std::vector<std::size_t> offsets_;
-  std::size_t width_ = 0;
-};
-
-std::size_t widest_screen(std::span<const DosaPlan> plans) {
-  std::size_t width = 1;
-  for (const DosaPlan& p : plans)
-    width = std::max(width, p.retained.size() + (p.aggregated.empty() ? 0 : 1));
-  return width;
-}
-
 }  // namespace
+
+#define AETHER_TRY AETHER_DOSA_TRY
 
 Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                             device_span<const float> weights, std::size_t query_count,
@@ -204,7 +56,10 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   if (stats != nullptr) *stats = local;
   if (n == 0 || k == 0) return Ok{};
 
-  const std::size_t width = widest_screen(plans);
+  // Screens are scored `pack` to a scorer query of at most 64 heads (each screen's
+  // score its own: ScoreList::heads_per_score), the batch padded with zero screens.
+  const std::size_t width = widest_screen(plans), pack = std::max<std::size_t>(1, 64 / width);
+  const std::size_t padded = (n + pack - 1) / pack * pack;
   const double full_tiles = double(n) * double(count) * double(tiles16(heads));
   const auto pays = [&](double rho) {
     return !options.fall_back_when_unpaid ||
@@ -215,13 +70,12 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                kPays * full_tiles;
   };
   const bool prune = count > k && pays(0);
-  const PlanBlob blob(plans, host.weights, width);
 
   Workspace ws;
-  ws.reserve<float>(n * count);  // screen values, or the wide merge's rows
-  ws.reserve<std::int32_t>(n);   // ends
+  ws.reserve<float>(padded * count);  // screen values, or the wide merge's rows
+  ws.reserve<std::int32_t>(n);        // ends
   if (prune) {
-    ws.reserve<std::byte>(blob.size());
+    ws.reserve<std::byte>(PlanBlob::bound(plans, width, padded));
     ws.reserve<std::int32_t>(seed_count);
     ws.reserve<std::uint8_t>(count);
     ws.reserve<double>(count);
@@ -230,14 +84,14 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
     ws.reserve<std::int32_t>(n * k);
     ws.reserve<float>(n);
     ws.reserve<ScreenTerms>(n);
-    ws.reserve<std::uint16_t>(n * width * dim);
+    ws.reserve<std::uint16_t>(padded * width * dim);
     ws.reserve<std::int32_t>(n * count);  // survivor lists
     ws.reserve<std::int32_t>(n);          // their lengths
     ws.reserve<float>(n * count);         // their scores
     ws.reserve<DeviceVerdict>(1);
   }
   AETHER_TRY(ws.allocate());
-  float* rows = ws.take<float>(n * count);
+  float* rows = ws.take<float>(padded * count);
   std::int32_t* ends = ws.take<std::int32_t>(n);
   const device_span<float> all_rows(rows, n * count);
 
@@ -261,7 +115,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   };
   if (!prune) return in_full();
 
-  auto* blob_bytes = ws.take<std::byte>(blob.size());
+  auto* blob_bytes = ws.take<std::byte>(PlanBlob::bound(plans, width, padded));
   std::int32_t* seed_ids = ws.take<std::int32_t>(seed_count);
   std::uint8_t* is_seed = ws.take<std::uint8_t>(count);
   double* norms = ws.take<double>(count);
@@ -270,26 +124,31 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   std::int32_t* lanes = ws.take<std::int32_t>(n * k);
   float* tau = ws.take<float>(n);
   ScreenTerms* terms = ws.take<ScreenTerms>(n);
-  std::uint16_t* screen_rows = ws.take<std::uint16_t>(n * width * dim);
+  std::uint16_t* screen_rows = ws.take<std::uint16_t>(padded * width * dim);
   std::int32_t* list = ws.take<std::int32_t>(n * count);
   std::int32_t* counts = ws.take<std::int32_t>(n);
   float* list_scores = ws.take<float>(n * count);
   auto* verdict = ws.take<DeviceVerdict>(1);
 
   // the seeds ascending: their top-k's ties to the lower position are to the lower id
-  std::vector<std::int32_t> sorted = host.seeds;
-  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::int32_t> sorted;
+  if (!std::is_sorted(host.seeds.begin(), host.seeds.end())) {
+    sorted.assign(host.seeds.begin(), host.seeds.end());
+    std::sort(sorted.begin(), sorted.end());
+  }
+  const std::span<const std::int32_t> ascending = sorted.empty() ? host.seeds : sorted;
   AETHER_TRY(
-      cudaMemcpyAsync(seed_ids, sorted.data(), seed_count * 4, cudaMemcpyHostToDevice, stream));
+      cudaMemcpyAsync(seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice, stream));
   DevicePlans device_plans;
-  AETHER_TRY(blob.upload(blob_bytes, stream, device_plans));
   AETHER_TRY(cudaMemsetAsync(is_seed, 0, count, stream));
+  AETHER_TRY(cudaMemsetAsync(screen_rows, 0, padded * width * dim * 2, stream));
   AETHER_TRY(mark_seeds(seed_ids, seed_count, is_seed, stream));
-  AETHER_TRY(key_norms(keys.bytes.data(), keys.format, dim, count, norms, scales, stream));
-  AETHER_TRY(prepare_screens(queries.data(), weights.data(), n, heads, dim, device_plans,
-                             screen_rows, terms, stream));
-  // Queries [0, m): seed scores, their top-K, tau; the screen of keys [0, m_keys).
+  // Queries [0, m) against keys [0, m_keys): the keys' norms, the queries' screens,
+  // their seeds' scores, top-K and tau, then the screen and the bound test.
   const auto screen = [&](std::size_t m, std::size_t m_keys) -> Status<DosaError> {
+    AETHER_TRY(key_norms(keys.bytes.data(), keys.format, dim, m_keys, norms, scales, stream));
+    AETHER_TRY(prepare_screens(queries.data(), weights.data(), m, heads, dim, device_plans,
+                               screen_rows, terms, stream));
     AETHER_TRY(launch_index_scores(queries.subspan(0, m * heads * dim),
                                    weights.subspan(0, m * heads), m, keys,
                                    ScoreList{seed_ids, 0, nullptr}, seed_count,
@@ -299,11 +158,13 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                                     seed_count, device_span<const std::int32_t>(ends, m), k,
                                     device_span<std::int32_t>(lanes, m * k), verdict, stream);
     AETHER_TRY(seed_threshold(seed_scores, seed_count, lanes, k, m, tau, stream));
+    const std::size_t packs = (m + pack - 1) / pack;
     AETHER_TRY(launch_index_scores(
-        device_span<const std::uint16_t>(screen_rows, m * width * dim),
-        device_span<const float>(device_plans.screen_weights, m * width), m,
-        DeviceIndexKeys{keys.format, keys.bytes.subspan(0, m_keys * row_bytes), dim}, {}, 0,
-        device_span<float>(rows, m * m_keys), stream));
+        device_span<const std::uint16_t>(screen_rows, packs * pack * width * dim),
+        device_span<const float>(device_plans.screen_weights, packs * pack * width), packs,
+        DeviceIndexKeys{keys.format, keys.bytes.subspan(0, m_keys * row_bytes), dim},
+        ScoreList{.heads_per_score = width}, 0, device_span<float>(rows, packs * pack * m_keys),
+        stream));
     AETHER_TRY(cudaMemsetAsync(counts, 0, m * 4, stream));
     AETHER_TRY(screen_keys(rows, m_keys, m_keys, m, terms, tau, norms, scales, is_seed, list,
                            counts, stream));
@@ -312,14 +173,19 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   std::vector<std::int32_t> host_counts(n);
   if (options.fall_back_when_unpaid) {  // the probe: query 0 on the first kProbe keys
     const std::size_t probe = std::min(count, kProbe);
+    const PlanBlob first(plans.first(1), host.weights.first(heads), width, pack);
+    AETHER_TRY(first.upload(blob_bytes, stream, device_plans));
     if (auto st = screen(1, probe); !st.ok()) return st;
     AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, 4, cudaMemcpyDeviceToHost, stream));
     AETHER_TRY(cudaStreamSynchronize(stream));
-    const auto seeds_in_probe = std::size_t(
-        std::lower_bound(sorted.begin(), sorted.end(), std::int32_t(probe)) - sorted.begin());
+    const auto seeds_in_probe =
+        std::size_t(std::lower_bound(ascending.begin(), ascending.end(), std::int32_t(probe)) -
+                    ascending.begin());
     const std::size_t others = probe - seeds_in_probe;
     if (!pays(others ? double(host_counts[0]) / double(others) : 0)) return in_full();
   }
+  const PlanBlob all(plans, host.weights, width, padded);  // after the probe's wait
+  AETHER_TRY(all.upload(blob_bytes, stream, device_plans));
   if (auto st = screen(n, count); !st.ok()) return st;
   AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, n * 4, cudaMemcpyDeviceToHost, stream));
   AETHER_TRY(cudaStreamSynchronize(stream));
@@ -328,8 +194,18 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   if (longest > 0)
     AETHER_TRY(launch_index_scores(queries, weights, n, keys, ScoreList{list, count, counts},
                                    longest, device_span<float>(list_scores, n * longest), stream));
-  const Candidates candidates{seed_scores, seed_count,  lanes,   seed_ids, k,  list,
-                              count,       list_scores, longest, counts,   tau};
+  const Candidates candidates{.seed_scores = seed_scores,
+                              .seed_count = seed_count,
+                              .lanes = lanes,
+                              .seed_ids = seed_ids,
+                              .k = k,
+                              .list = list,
+                              .list_stride = count,
+                              .list_scores = list_scores,
+                              .score_stride = longest,
+                              .counts = counts,
+                              .tau = tau,
+                              .id_bits = std::uint32_t(std::bit_width(count))};
   if (k + longest <= kMergeCapacity) {
     AETHER_TRY(merge_candidates(candidates, n, out.data(), stream));
     AETHER_TRY(cudaStreamSynchronize(stream));
@@ -364,7 +240,7 @@ Status<DosaError> dosa_bounds(device_span<const std::uint16_t> query,
   if (count == 0) return Ok{};
   const std::span<const DosaPlan> plans(&plan, 1);
   const std::size_t width = widest_screen(plans);
-  const PlanBlob blob(plans, host.weights, width);
+  const PlanBlob blob(plans, host.weights, width, 1);
   Workspace ws;
   ws.reserve<std::byte>(blob.size());
   ws.reserve<float>(count);

@@ -1,13 +1,12 @@
-// The kernels of CUDA DoSA (impl/cuda/dosa_kernels.hpp): norms, the screens'
-// preparation, the bound test, and the two merges.
+// The kernels of CUDA DoSA (impl/cuda/dosa_kernels.hpp) up to the survivors: norms,
+// the screens' preparation, the threshold and the bound test. The merges are in
+// dosa_merge.cu.
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cub/block/block_radix_sort.cuh>
 
 #include "impl/cuda/dosa_kernels.hpp"
 #include "impl/cuda/key_rows.cuh"
-#include "impl/cuda/topk_rows.cuh"
 
 namespace aether::cuda::dosa {
 
@@ -45,24 +44,43 @@ __global__ void mark_kernel(const std::int32_t* seeds, std::size_t n, std::uint8
     is_seed[seeds[i]] = 1;
 }
 
-// A warp a key: the raw row's norm from above, times its scale, plus 2^-66 for
-// squares that underflow.
+// Eight lanes a key: the raw row's norm from above, times its scale, plus 2^-66 for
+// squares that underflow. `chunk`: elements a lane loads at once (8 bf16 in 16
+// bytes, 4 E4M3 in 4, or 1 where D or the rows' alignment do not allow it).
 __global__ void norms_kernel(const std::byte* keys, KeyFormat format, std::size_t dim,
-                             std::size_t row_bytes, std::size_t count, double* norms,
-                             float* scales) {
-  const unsigned lane = threadIdx.x % 32;
-  for (std::size_t j = (blockIdx.x * std::size_t(kThreads) + threadIdx.x) / 32; j < count;
-       j += std::size_t(gridDim.x) * kWarps) {
-    const std::byte* row = keys + j * row_bytes;
+                             std::size_t row_bytes, std::size_t count, unsigned chunk,
+                             double* norms, float* scales) {
+  const unsigned part = threadIdx.x % 8;
+  // a warp's four keys from `first`: the trip count is uniform over the warp (shuffles)
+  for (std::size_t first = (blockIdx.x * std::size_t(kThreads) + threadIdx.x) / 32 * 4;
+       first < count; first += std::size_t(gridDim.x) * kThreads / 8) {
+    const std::size_t j = first + threadIdx.x % 32 / 8;
+    const bool real = j < count;
+    const std::byte* row = keys + (real ? j : 0) * row_bytes;
     double squares = 0;
-    for (std::size_t d = lane; d < dim; d += 32) {
-      const double e = format == KeyFormat::E4M3
-                           ? double(e4m3_value(std::uint8_t(row[d])))
-                           : bf16_value(reinterpret_cast<const std::uint16_t*>(row)[d]);
-      squares += e * e;
+    for (std::size_t d = part * chunk; real && d < dim; d += 8 * chunk) {
+      if (chunk == 8) {
+        const uint4 b = *reinterpret_cast<const uint4*>(row + 2 * d);
+        for (const std::uint32_t word : {b.x, b.y, b.z, b.w}) {
+          const double lo = bf16_value(std::uint16_t(word));
+          const double hi = bf16_value(std::uint16_t(word >> 16));
+          squares += lo * lo + hi * hi;
+        }
+      } else if (chunk == 4) {
+        const std::uint32_t b = *reinterpret_cast<const std::uint32_t*>(row + d);
+        for (int i = 0; i < 4; ++i) {
+          const double e = double(e4m3_value(std::uint8_t(b >> (8 * i))));
+          squares += e * e;
+        }
+      } else {
+        const double e = format == KeyFormat::E4M3
+                             ? double(e4m3_value(std::uint8_t(row[d])))
+                             : bf16_value(reinterpret_cast<const std::uint16_t*>(row)[d]);
+        squares += e * e;
+      }
     }
-    squares = warp_sum(squares);
-    if (lane == 0) {
+    for (int m = 4; m >= 1; m /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, m);
+    if (part == 0 && real) {
       const float scale = format == KeyFormat::E4M3 ? row_scale(row, dim) : 1.0f;
       norms[j] =
           dosa_screen::up(dosa_screen::norm_from_squares(squares, dim) * double(scale)) + 0x1p-66;
@@ -77,9 +95,29 @@ __global__ void prepare_kernel(const std::uint16_t* queries, const float* weight
                                std::size_t heads, std::size_t dim, DevicePlans plans,
                                std::uint16_t* rows, ScreenTerms* terms) {
   __shared__ double head_norm[kMaxHeads], share[kMaxHeads], squares[kMaxDim], moved[kMaxDim];
+  __shared__ double part[kWarps][2];
+  __shared__ float w[kMaxHeads], screen_weights[kMaxHeads + 16];
+  __shared__ std::uint32_t kept[kMaxHeads], pooled[kMaxHeads];
+  extern __shared__ __align__(16) std::uint16_t q[];  // the query, staged: later reads are shared
   const std::size_t t = blockIdx.x, width = plans.width;
-  const std::uint16_t* q = queries + t * heads * dim;
-  const float* w = weights + t * heads;
+  const std::uint32_t r0 = plans.retained_first[t], retained = plans.retained_first[t + 1] - r0;
+  const std::uint32_t g0 = plans.aggregated_first[t], pool = plans.aggregated_first[t + 1] - g0;
+  // 16 bytes a load where the query allows it (a load a thread, all in flight together)
+  const std::uint16_t* source = queries + t * heads * dim;
+  if (heads * dim % 8 == 0 && reinterpret_cast<std::uintptr_t>(source) % 16 == 0) {
+#pragma unroll 4
+    for (std::size_t i = threadIdx.x; i < heads * dim / 8; i += kThreads)
+      reinterpret_cast<uint4*>(q)[i] = reinterpret_cast<const uint4*>(source)[i];
+  } else {
+#pragma unroll 4
+    for (std::size_t i = threadIdx.x; i < heads * dim; i += kThreads) q[i] = source[i];
+  }
+  for (std::size_t h = threadIdx.x; h < heads; h += kThreads) w[h] = weights[t * heads + h];
+  for (std::size_t r = threadIdx.x; r < retained; r += kThreads) kept[r] = plans.retained[r0 + r];
+  for (std::size_t g = threadIdx.x; g < pool; g += kThreads) pooled[g] = plans.aggregated[g0 + g];
+  for (std::size_t r = threadIdx.x; r < width; r += kThreads)
+    screen_weights[r] = plans.screen_weights[t * width + r];
+  __syncthreads();
   const auto value = [&](std::size_t h, std::size_t i) { return bf16_value(q[h * dim + i]); };
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   for (std::size_t h = warp; h < heads; h += kWarps) {
@@ -113,51 +151,74 @@ __global__ void prepare_kernel(const std::uint16_t* queries, const float* weight
           dosa_screen::anchor_share(w[a.head], s, dim, a.more_count, head_norm[a.head], spread);
     }
   }
-  const std::uint32_t r0 = plans.retained_first[t], retained = plans.retained_first[t + 1] - r0;
-  const std::uint32_t g0 = plans.aggregated_first[t], g1 = plans.aggregated_first[t + 1];
   std::uint16_t* screen = rows + t * width * dim;
-  for (std::size_t i = threadIdx.x; i < dim && g1 > g0; i += kThreads) {
+  for (std::size_t i = threadIdx.x; i < dim && pool > 0; i += kThreads) {
     double a = 0;
-    for (std::uint32_t g = g0; g < g1; ++g)
-      a += fabs(double(w[plans.aggregated[g]])) * value(plans.aggregated[g], i);
+    for (std::uint32_t g = 0; g < pool; ++g) a += fabs(double(w[pooled[g]])) * value(pooled[g], i);
     const __nv_bfloat16 stored = __float2bfloat16_rn(float(a));
     const double v = double(__bfloat162float(stored));
     screen[retained * dim + i] = __bfloat16_as_ushort(stored);
     squares[i] = v * v;
     moved[i] = (v - a) * (v - a);
   }
-  const std::size_t own = retained + (g1 > g0 ? 1 : 0);
+  const std::size_t own = retained + (pool > 0 ? 1 : 0);
   for (std::size_t x = threadIdx.x; x < width * dim; x += kThreads) {
     const std::size_t r = x / dim, i = x - r * dim;
     if (r < retained)
-      screen[x] = q[std::size_t(plans.retained[r0 + r]) * dim + i];
+      screen[x] = q[std::size_t(kept[r]) * dim + i];
     else if (r >= own)
       screen[x] = 0;
   }
+  __syncthreads();
+  // The sums, a warp each (lanes strided, then the warp's fixed tree).
+  const auto sum_over = [&](std::size_t n, auto term) {
+    double x = 0;
+    for (std::size_t i = lane; i < n; i += 32) x += term(i);
+    return warp_sum(x);
+  };
+  double first = 0, second = 0;
+  switch (warp) {
+    case 0:
+      first = sum_over(heads, [&](std::size_t h) { return fabs(double(w[h])) * head_norm[h]; });
+      second = sum_over(heads, [&](std::size_t h) { return fabs(double(w[h])); });
+      break;
+    case 1:
+      first = sum_over(a1 - a0, [&](std::size_t e) { return share[e]; });
+      break;
+    case 2:
+      first = sum_over(retained, [&](std::size_t r) {
+        return fabs(double(screen_weights[r])) * head_norm[kept[r]];
+      });
+      second = sum_over(own, [&](std::size_t r) { return fabs(double(screen_weights[r])); });
+      break;
+    case 3:
+      first = sum_over(
+          pool, [&](std::size_t g) { return fabs(double(w[pooled[g]])) * head_norm[pooled[g]]; });
+      break;
+    case 4:
+      if (pool > 0) {
+        first = sum_over(dim, [&](std::size_t i) { return squares[i]; });
+        second = sum_over(dim, [&](std::size_t i) { return moved[i]; });
+      }
+      break;
+  }
+  if (lane == 0) part[warp][0] = first, part[warp][1] = second;
   __syncthreads();
   if (threadIdx.x != 0) return;
   dosa_screen::ScreenSums sums;
   sums.heads = heads;
   sums.dim = dim;
   sums.screen_heads = own;
-  for (std::size_t h = 0; h < heads; ++h) {
-    sums.weighted_norms += fabs(double(w[h])) * head_norm[h];
-    sums.total_weight += fabs(double(w[h]));
-  }
-  for (std::uint32_t e = 0; e < a1 - a0; ++e) sums.c += share[e];
-  const float* screen_weights = plans.screen_weights + t * width;
-  for (std::uint32_t r = 0; r < retained; ++r)
-    sums.screen_magnitude += fabs(double(screen_weights[r])) * head_norm[plans.retained[r0 + r]];
-  if (g1 > g0) {
-    double spread = 0, s = 0, m = 0;
-    for (std::uint32_t g = g0; g < g1; ++g)
-      spread += fabs(double(w[plans.aggregated[g]])) * head_norm[plans.aggregated[g]];
-    for (std::size_t i = 0; i < dim; ++i) s += squares[i], m += moved[i];
-    sums.screen_magnitude += dosa_screen::norm_from_squares(s, dim);
+  sums.weighted_norms = part[0][0];
+  sums.total_weight = part[0][1];
+  sums.c = part[1][0];
+  sums.screen_magnitude = part[2][0];
+  sums.screen_weight = part[2][1];
+  if (pool > 0) {
+    sums.screen_magnitude += dosa_screen::norm_from_squares(part[4][0], dim);
     sums.aggregate_error =
-        double(g1 - g0) * 0x1p-52 * spread + dosa_screen::norm_from_squares(m, dim);
+        double(pool) * 0x1p-52 * part[3][0] + dosa_screen::norm_from_squares(part[4][1], dim);
   }
-  for (std::size_t r = 0; r < own; ++r) sums.screen_weight += fabs(double(screen_weights[r]));
   terms[t] = dosa_screen::terms_of(sums, error_index(heads, dim), error_index(own, dim));
 }
 
@@ -179,22 +240,28 @@ __global__ void threshold_kernel(const float* seed_scores, std::size_t seed_coun
   if (threadIdx.x == 0) tau[t] = least[0];
 }
 
-// Thread (key j, query t = block y): listed when not a seed and U >= tau_t; a
-// warp's finds take one atomicAdd.
+// Thread (key j, queries [8 y, 8 y + 8)): key j is listed for a query when it is not
+// a seed and U >= tau_t; a warp's finds take one atomicAdd a query.
+constexpr std::size_t kScreenQueries = 8;
 __global__ void screen_kernel(const float* p, std::size_t stride, std::size_t count,
-                              const ScreenTerms* terms, const float* tau, const double* norms,
-                              const float* scales, const std::uint8_t* is_seed, std::int32_t* list,
-                              std::int32_t* counts) {
-  const std::size_t t = blockIdx.y, j = blockIdx.x * std::size_t(kThreads) + threadIdx.x;
-  const bool survives = j < count && !is_seed[j] &&
-                        dosa_screen::bound_of(terms[t], p[t * stride + j], norms[j],
-                                              double(scales[j])) >= double(tau[t]);
-  const unsigned mask = __ballot_sync(0xffffffffu, survives), lane = threadIdx.x % 32;
-  int base = 0;
-  if (lane == 0 && mask != 0) base = atomicAdd(counts + t, __popc(mask));
-  base = __shfl_sync(0xffffffffu, base, 0);
-  if (survives)
-    list[t * stride + std::size_t(base) + __popc(mask & ((1u << lane) - 1))] = std::int32_t(j);
+                              std::size_t query_count, const ScreenTerms* terms, const float* tau,
+                              const double* norms, const float* scales, const std::uint8_t* is_seed,
+                              std::int32_t* list, std::int32_t* counts) {
+  const std::size_t j = blockIdx.x * std::size_t(kThreads) + threadIdx.x;
+  const bool live = j < count && !is_seed[j];
+  const double norm = live ? norms[j] : 0, scale = live ? double(scales[j]) : 1;
+  const unsigned lane = threadIdx.x % 32;
+  const std::size_t t0 = blockIdx.y * kScreenQueries;
+  for (std::size_t t = t0; t < t0 + kScreenQueries && t < query_count; ++t) {
+    const bool survives =
+        live && dosa_screen::bound_of(terms[t], p[t * stride + j], norm, scale) >= double(tau[t]);
+    const unsigned mask = __ballot_sync(0xffffffffu, survives);
+    int base = 0;
+    if (lane == 0 && mask != 0) base = atomicAdd(counts + t, __popc(mask));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    if (survives)
+      list[t * stride + std::size_t(base) + __popc(mask & ((1u << lane) - 1))] = std::int32_t(j);
+  }
 }
 
 __global__ void bounds_kernel(const float* p, std::size_t count, ScreenTerms terms,
@@ -204,62 +271,6 @@ __global__ void bounds_kernel(const float* p, std::size_t count, ScreenTerms ter
     out[j] = dosa_screen::bound_of(terms, p[j], norms[j], double(scales[j]));
 }
 
-// Candidate i of query t (i < K: seed lane i; then survivor i - K), or nothing.
-__device__ __forceinline__ bool candidate(const Candidates& c, std::size_t t, std::size_t i,
-                                          float& score, std::int32_t& id) {
-  if (i < c.k) {
-    const std::size_t lane = std::size_t(c.lanes[t * c.k + i]);
-    score = c.seed_scores[t * c.seed_count + lane];
-    id = c.seed_ids[lane];
-    return true;
-  }
-  i -= c.k;
-  if (i >= std::size_t(c.counts[t])) return false;
-  score = c.list_scores[t * c.score_stride + i];
-  id = c.list[t * c.list_stride + i];
-  return score >= c.tau[t];
-}
-
-constexpr int kMergeItems = int(kMergeCapacity / kThreads);
-using RankSort = cub::BlockRadixSort<unsigned long long, kThreads, kMergeItems>;
-using IdSort = cub::BlockRadixSort<std::uint32_t, kThreads, kMergeItems>;
-
-// Block t: the candidates as (order key, ~id) sorted descending, the first K ids
-// sorted ascending. No candidate has key 0, the key of an empty place.
-__global__ void merge_kernel(Candidates c, std::int32_t* out) {
-  __shared__ union {
-    RankSort::TempStorage rank;
-    IdSort::TempStorage ids;
-  } storage;
-  const std::size_t t = blockIdx.x;
-  unsigned long long keys[kMergeItems];
-  for (int i = 0; i < kMergeItems; ++i) {
-    float score;
-    std::int32_t id;
-    keys[i] = candidate(c, t, std::size_t(threadIdx.x) * kMergeItems + i, score, id)
-                  ? (static_cast<unsigned long long>(topk::order_key(score)) << 32) |
-                        (0xffffffffu - std::uint32_t(id))
-                  : 0;
-  }
-  RankSort(storage.rank).SortDescending(keys);
-  __syncthreads();
-  std::uint32_t ids[kMergeItems];
-  for (int i = 0; i < kMergeItems; ++i)
-    ids[i] = std::size_t(threadIdx.x) * kMergeItems + i < c.k
-                 ? 0xffffffffu - std::uint32_t(keys[i] & 0xffffffffu)
-                 : 0xffffffffu;
-  IdSort(storage.ids).Sort(ids);
-  for (int i = 0; i < kMergeItems; ++i)
-    if (const std::size_t rank = std::size_t(threadIdx.x) * kMergeItems + i; rank < c.k)
-      out[t * c.k + rank] = std::int32_t(ids[i]);
-}
-
-__global__ void place_kernel(Candidates c, float* rows, std::size_t stride) {
-  const std::size_t t = blockIdx.y, i = blockIdx.x * std::size_t(kThreads) + threadIdx.x;
-  float score;
-  std::int32_t id;
-  if (candidate(c, t, i, score, id)) rows[t * stride + std::size_t(id)] = score;
-}
 }  // namespace
 
 cudaError_t fill(std::int32_t* p, std::size_t n, std::int32_t value, cudaStream_t stream) {
@@ -277,16 +288,27 @@ cudaError_t mark_seeds(const std::int32_t* seeds, std::size_t n, std::uint8_t* i
 }
 cudaError_t key_norms(const std::byte* keys, KeyFormat format, std::size_t dim, std::size_t count,
                       double* norms, float* scales, cudaStream_t stream) {
-  norms_kernel<<<blocks_for(count * 32), kThreads, 0, stream>>>(
-      keys, format, dim, key_row_bytes(format, dim), count, norms, scales);
+  const auto aligned = [&](std::uintptr_t n) {
+    return reinterpret_cast<std::uintptr_t>(keys) % n == 0;
+  };
+  const unsigned chunk = format == KeyFormat::BF16 ? (dim % 8 == 0 && aligned(16) ? 8 : 1)
+                                                   : (dim % 4 == 0 && aligned(4) ? 4 : 1);
+  norms_kernel<<<blocks_for(count * 8), kThreads, 0, stream>>>(
+      keys, format, dim, key_row_bytes(format, dim), count, chunk, norms, scales);
   return cudaGetLastError();
 }
 cudaError_t prepare_screens(const std::uint16_t* queries, const float* weights,
                             std::size_t query_count, std::size_t heads, std::size_t dim,
                             const DevicePlans& plans, std::uint16_t* rows, ScreenTerms* terms,
                             cudaStream_t stream) {
-  prepare_kernel<<<unsigned(query_count), kThreads, 0, stream>>>(queries, weights, heads, dim,
-                                                                 plans, rows, terms);
+  const std::size_t shared = heads * dim * 2;
+  if (shared > 48 * 1024)
+    if (cudaError_t e = cudaFuncSetAttribute(
+            prepare_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+        e != cudaSuccess)
+      return e;
+  prepare_kernel<<<unsigned(query_count), kThreads, shared, stream>>>(queries, weights, heads, dim,
+                                                                      plans, rows, terms);
   return cudaGetLastError();
 }
 cudaError_t seed_threshold(const float* seed_scores, std::size_t seed_count,
@@ -300,8 +322,9 @@ cudaError_t screen_keys(const float* p, std::size_t stride, std::size_t count,
                         std::size_t query_count, const ScreenTerms* terms, const float* tau,
                         const double* norms, const float* scales, const std::uint8_t* is_seed,
                         std::int32_t* list, std::int32_t* counts, cudaStream_t stream) {
-  screen_kernel<<<dim3(blocks_for(count), unsigned(query_count)), kThreads, 0, stream>>>(
-      p, stride, count, terms, tau, norms, scales, is_seed, list, counts);
+  const dim3 grid(blocks_for(count), unsigned((query_count + kScreenQueries - 1) / kScreenQueries));
+  screen_kernel<<<grid, kThreads, 0, stream>>>(p, stride, count, query_count, terms, tau, norms,
+                                               scales, is_seed, list, counts);
   return cudaGetLastError();
 }
 cudaError_t key_bounds(const float* p, std::size_t count, ScreenTerms terms, const double* norms,
@@ -309,16 +332,4 @@ cudaError_t key_bounds(const float* p, std::size_t count, ScreenTerms terms, con
   bounds_kernel<<<blocks_for(count), kThreads, 0, stream>>>(p, count, terms, norms, scales, out);
   return cudaGetLastError();
 }
-cudaError_t merge_candidates(const Candidates& c, std::size_t query_count, std::int32_t* out,
-                             cudaStream_t stream) {
-  merge_kernel<<<unsigned(query_count), kThreads, 0, stream>>>(c, out);
-  return cudaGetLastError();
-}
-cudaError_t place(const Candidates& c, std::size_t query_count, std::size_t longest, float* rows,
-                  std::size_t stride, cudaStream_t stream) {
-  place_kernel<<<dim3(blocks_for(c.k + longest), unsigned(query_count)), kThreads, 0, stream>>>(
-      c, rows, stride);
-  return cudaGetLastError();
-}
-
 }  // namespace aether::cuda::dosa

@@ -87,6 +87,7 @@ struct Candidates {
   std::size_t score_stride;
   const std::int32_t* counts;
   const float* tau;
+  std::uint32_t id_bits;  // every id below 2^id_bits - 1 (at most 31)
 };
 // The best K of each query's candidates in the total order, ascending, into out
 // [T, K]: one block a query, K + counts[t] <= kMergeCapacity.

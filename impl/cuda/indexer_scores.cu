@@ -218,7 +218,7 @@ __device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t
 // adds its heads h = l / 4 (mod 8) in ascending order, fma(w_h, max(dot_h, 0), ·),
 // then lanes l, l ^ 4, l ^ 8, l ^ 16 combine pairwise in that order. A fixed tree:
 // identical bits on every run.
-template <KeyFormat kFormat, int kMaxSteps>
+template <KeyFormat kFormat, int kMaxSteps, bool kGrouped>
 __global__ void __launch_bounds__(kThreads)
     score(const std::uint16_t* queries, const float* weights, const std::byte* keys, Shape s,
           float* out) {
@@ -280,6 +280,28 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // query t's tile is complete for every warp
     const float* w = weights + t * s.heads;
     const bf16* a_row = query_tile + a_offset;
+    // The reduction across lanes and the store of one score a key: after all heads,
+    // or (kGrouped) after each ScoreList::heads_per_score of them.
+    const auto flush = [&](float(&total)[4][2], std::size_t score) {
+#pragma unroll
+      for (int n = 0; n < 4; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+          for (int m = 4; m <= 16; m *= 2)
+            total[n][e] += __shfl_xor_sync(0xffffffffu, total[n][e], m);
+      if (g == 0)
+#pragma unroll
+        for (int n = 0; n < 4; ++n)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const unsigned key = warp * 32 + unsigned(n) * 8 + col + unsigned(e);
+            if (key < valid_keys)
+              out[score * s.keys + key0 + key] =
+                  kFormat == KeyFormat::E4M3 ? total[n][e] * scale_tile[key] : total[n][e];
+          }
+    };
+    const unsigned group = kGrouped ? unsigned(s.list.heads_per_score) : lay.heads16;
     float total[4][2] = {};  // [key tile][column] over this lane's heads
     for (unsigned h16 = 0; h16 < lay.heads16; h16 += 16) {
       float c[4][4] = {};  // [key tile][fragment]: four independent accumulator chains
@@ -300,41 +322,40 @@ __global__ void __launch_bounds__(kThreads)
           total[n][e] = fmaf(w_lo, fmaxf(c[n][e], 0.0f), total[n][e]);
           total[n][e] = fmaf(w_hi, fmaxf(c[n][2 + e], 0.0f), total[n][e]);
         }
+      if (kGrouped && (h16 + 16) % group == 0) {
+        flush(total, t * (lay.heads16 / group) + h16 / group);
+#pragma unroll
+        for (int n = 0; n < 4; ++n) total[n][0] = total[n][1] = 0.0f;
+      }
     }
-#pragma unroll
-    for (int n = 0; n < 4; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-#pragma unroll
-        for (int m = 4; m <= 16; m *= 2)
-          total[n][e] += __shfl_xor_sync(0xffffffffu, total[n][e], m);
-    if (g == 0)
-#pragma unroll
-      for (int n = 0; n < 4; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const unsigned key = warp * 32 + unsigned(n) * 8 + col + unsigned(e);
-          if (key < valid_keys)
-            out[t * s.keys + key0 + key] =
-                kFormat == KeyFormat::E4M3 ? total[n][e] * scale_tile[key] : total[n][e];
-        }
+    if (!kGrouped) flush(total, t);
     __syncthreads();  // this tile is free for query t + 2
   }
 }
 
 // kMaxSteps 16-deep slices of the keys stay in registers: 8 (D <= 128) leaves room
 // for three blocks per SM; 16 covers D <= 256.
+// A block takes up to 32 queries, fewer when the key tiles alone would leave the
+// device without a full wave of blocks (few keys: seeds, a probe).
 template <KeyFormat kFormat, int kMaxSteps>
 cudaError_t launch_score(const std::uint16_t* queries, const float* weights, const std::byte* keys,
-                         const Shape& s, float* out, cudaStream_t stream) {
+                         Shape s, float* out, cudaStream_t stream) {
   const Layout lay(s);
   const int bytes = int(lay.bytes());
-  auto* kernel = score<kFormat, kMaxSteps>;
+  auto* kernel =
+      s.list.heads_per_score ? score<kFormat, kMaxSteps, true> : score<kFormat, kMaxSteps, false>;
   if (cudaError_t e =
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
       e != cudaSuccess)
     return e;
-  const dim3 grid(unsigned((s.keys + kTileKeys - 1) / kTileKeys),
+  const std::size_t key_tiles = (s.keys + kTileKeys - 1) / kTileKeys;
+  if (s.list.queries_per_block > 1) {
+    const std::size_t wave =
+        resident_blocks(reinterpret_cast<const void*>(kernel), kThreads, std::size_t(bytes));
+    const std::size_t fit = wave ? (s.queries * key_tiles + wave - 1) / wave : 1;
+    s.list.queries_per_block = std::clamp<std::size_t>(fit, 1, s.list.queries_per_block);
+  }
+  const dim3 grid(unsigned(key_tiles),
                   unsigned((s.queries + s.list.queries_per_block - 1) / s.list.queries_per_block));
   kernel<<<grid, kThreads, bytes, stream>>>(queries, weights, keys, s, out);
   return cudaGetLastError();
@@ -426,9 +447,9 @@ cudaError_t launch_index_scores(device_span<const std::uint16_t> queries,
                                 std::size_t list_capacity, device_span<float> out, Stream stream) {
   const std::size_t heads = query_count ? weights.size() / query_count : 0;
   Shape s = shape_of(queries, query_count, heads, keys);
+  s.list = list;
   if (list.ids != nullptr) {
     s.keys = list_capacity;
-    s.list = list;
     if (list.stride != 0 || list.counts != nullptr) s.list.queries_per_block = 1;
   }
   if (s.queries == 0 || s.keys == 0) return cudaSuccess;

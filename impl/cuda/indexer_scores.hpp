@@ -14,14 +14,18 @@
 
 namespace aether::cuda {
 
-// Keys to score by id (rows of the stored keys): query t scores ids[t stride ...],
-// counts[t] of them (counts nullptr: the call's list capacity), writing its scores
-// at out[t capacity + i]. stride 0: one list for every query.
+// Keys to score by id (rows of the stored keys; ids nullptr: every key in order): query t scores
+// ids[t stride ...], counts[t] of them (counts nullptr: the call's list capacity), writing its
+// scores at out[t capacity + i]. stride 0: one list for every query.
 struct ScoreList {
   const std::int32_t* ids = nullptr;
   std::size_t stride = 0;
   const std::int32_t* counts = nullptr;
   std::size_t queries_per_block = 32;  // a block's queries share its keys; 1 with per-query lists
+  // 0: a query's heads make one score. Else each consecutive `heads_per_score` heads
+  // (a multiple of 16 dividing the heads) make their own, out [T H / heads_per_score,
+  // L]: several small queries scored as one, each score the bits it has alone.
+  std::size_t heads_per_score = 0;
 };
 
 // index_scores' checks, in its order, waiting for the device's verdict: Ok when

@@ -1,0 +1,73 @@
+// Host-side pieces of CUDA DoSA (impl/cuda/dosa_host.hpp).
+#include "impl/cuda/dosa_host.hpp"
+
+#include <algorithm>
+
+#include "impl/cuda/indexer_scores.hpp"
+
+namespace aether::cuda::dosa {
+
+namespace de = dosa_error;
+
+DosaError from_indexer(const IndexerError& e) {
+  namespace ie = indexer_error;
+  if (auto* p = std::get_if<ie::ShapeMismatch>(&e)) return *p;
+  if (auto* p = std::get_if<ie::NonFiniteInput>(&e)) return *p;
+  if (auto* p = std::get_if<ie::UnsupportedOnDevice>(&e)) return *p;
+  if (auto* p = std::get_if<ie::DeviceFailure>(&e)) return *p;
+  return de::DeviceFailure{int(cudaErrorUnknown)};
+}
+
+Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
+                               device_span<const float> weights, std::size_t query_count,
+                               const DeviceIndexKeys& keys, device_span<const std::int32_t> seeds,
+                               Stream stream, HostInputs& host) {
+  thread_local struct Pinned {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    std::vector<char> seen;
+    ~Pinned() { cudaFreeHost(p); }
+  } pinned;
+  const std::size_t weight_bytes = (weights.size_bytes() + 15) / 16 * 16;
+  if (const std::size_t bytes = weight_bytes + seeds.size_bytes(); bytes > pinned.bytes) {
+    cudaFreeHost(pinned.p);
+    pinned.p = nullptr;
+    pinned.bytes = 0;
+    AETHER_DOSA_TRY(cudaMallocHost(&pinned.p, bytes));
+    pinned.bytes = bytes;
+  }
+  auto* w = static_cast<float*>(pinned.p);
+  auto* s = reinterpret_cast<std::int32_t*>(static_cast<char*>(pinned.p) + weight_bytes);
+  if (!weights.empty())
+    AETHER_DOSA_TRY(
+        cudaMemcpyAsync(w, weights.data(), weights.size_bytes(), cudaMemcpyDeviceToHost, stream));
+  if (!seeds.empty())
+    AETHER_DOSA_TRY(
+        cudaMemcpyAsync(s, seeds.data(), seeds.size_bytes(), cudaMemcpyDeviceToHost, stream));
+  if (auto st = check_index_scores(queries, weights, query_count, keys, stream); !st.ok()) {
+    cudaStreamSynchronize(stream);  // the copies land before the buffer is reused
+    return from_indexer(st.error());
+  }
+  host = {{w, weights.size()}, {s, seeds.size()}};
+  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
+  pinned.seen.assign(count, 0);
+  for (std::size_t i = 0; i < host.seeds.size(); ++i) {
+    const std::int32_t id = host.seeds[i];
+    if (id < 0 || std::size_t(id) >= count || pinned.seen[std::size_t(id)])
+      return de::BadSeed{i, id};
+    pinned.seen[std::size_t(id)] = 1;
+  }
+  return Ok{};
+}
+
+// The widest screen of a batch in whole 16-head tiles (zero rows and weights pad
+// the others).
+std::size_t widest_screen(std::span<const DosaPlan> plans) {
+  std::size_t width = 1;
+  for (const DosaPlan& p : plans)
+    width = std::max(width, p.retained.size() + (p.aggregated.empty() ? 0 : 1));
+  return tiles16(width) * 16;  // whole tiles: screens pack into one scorer query
+}
+
+}  // namespace aether::cuda::dosa

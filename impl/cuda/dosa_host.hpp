@@ -1,0 +1,155 @@
+// Host-side pieces of CUDA DoSA (impl/cuda/dosa.cu): the checks that run on the
+// host, the per-thread device workspace, and the plans flattened for the device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "api/dosa.hpp"
+#include "impl/cuda/dosa_kernels.hpp"
+#include "impl/cuda/indexer.hpp"
+
+namespace aether::cuda::dosa {
+
+// A 16-head tile count: the tensor cores' unit of work.
+inline std::size_t tiles16(std::size_t heads) { return (heads + 15) / 16; }
+
+// The scorer's refusals as DoSA's.
+DosaError from_indexer(const IndexerError& e);
+
+// A CUDA runtime call whose failure the caller returns as DosaError.
+#define AETHER_DOSA_TRY(call)                                        \
+  if (const cudaError_t aether_e = cudaError_t(call); aether_e != 0) \
+    return dosa_error::DeviceFailure { int(aether_e) }
+
+// The calling thread's device memory for a call's intermediates, grown as needed
+// and kept (a call waits for the device before it returns, so the next call may
+// reuse it), carved in 256-byte aligned pieces in the order reserved.
+class Workspace {
+ public:
+  template <class T>
+  void reserve(std::size_t n) {
+    bytes_ += (n * sizeof(T) + 255) / 256 * 256;
+  }
+  cudaError_t allocate() {
+    thread_local struct Held {
+      void* p = nullptr;
+      std::size_t bytes = 0;
+      ~Held() { cudaFree(p); }
+    } held;
+    if (held.bytes < bytes_) {
+      cudaFree(held.p);
+      held.p = nullptr;
+      held.bytes = 0;
+      if (cudaError_t e = cudaMalloc(&held.p, bytes_); e != cudaSuccess) return e;
+      held.bytes = bytes_;
+    }
+    base_ = static_cast<char*>(held.p);
+    return cudaSuccess;
+  }
+  template <class T>
+  T* take(std::size_t n) {
+    T* p = reinterpret_cast<T*>(base_ + used_);
+    used_ += (n * sizeof(T) + 255) / 256 * 256;
+    return p;
+  }
+
+ private:
+  std::size_t bytes_ = 0, used_ = 0;
+  char* base_ = nullptr;
+};
+
+// The host's copies of weights (for the plan check and the screens' weights) and
+// seeds, in the calling thread's pinned memory (grown as needed), so that their
+// downloads ride on the scorer check's one wait; then the seeds checked in the
+// model's order.
+struct HostInputs {
+  std::span<const float> weights;
+  std::span<const std::int32_t> seeds;
+};
+Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
+                               device_span<const float> weights, std::size_t query_count,
+                               const DeviceIndexKeys& keys, device_span<const std::int32_t> seeds,
+                               Stream stream, HostInputs& host);
+
+// A batch's plans flattened into one buffer (DevicePlans' sections, each 16-byte
+// aligned), uploaded in one copy to `device`; returns the device view.
+class PlanBlob {
+ public:
+  // Screen weights for `padded` >= plans.size() queries (zero past the plans).
+  PlanBlob(std::span<const DosaPlan> plans, std::span<const float> weights, std::size_t width,
+           std::size_t padded) {
+    const std::size_t heads = plans.empty() ? 0 : weights.size() / plans.size();
+    std::vector<std::uint32_t> retained_first{0}, retained, anchor_first{0}, aggregated_first{0},
+        aggregated;
+    std::vector<AnchorEntry> anchors;
+    std::vector<DosaTerm> terms;
+    std::vector<float> screen(padded * width, 0.0f);
+    for (std::size_t t = 0; t < plans.size(); ++t) {
+      const DosaPlan& p = plans[t];
+      retained.insert(retained.end(), p.retained.begin(), p.retained.end());
+      retained_first.push_back(std::uint32_t(retained.size()));
+      for (const DosaAnchor& a : p.anchors) {
+        anchors.push_back(
+            {a.head, a.anchor, a.beta, std::uint32_t(terms.size()), std::uint32_t(a.more.size())});
+        terms.insert(terms.end(), a.more.begin(), a.more.end());
+      }
+      anchor_first.push_back(std::uint32_t(anchors.size()));
+      aggregated.insert(aggregated.end(), p.aggregated.begin(), p.aggregated.end());
+      aggregated_first.push_back(std::uint32_t(aggregated.size()));
+      const auto w = dosa_screen::screen_weights(weights.subspan(t * heads, heads), p);
+      std::copy(w.begin(), w.end(), screen.begin() + std::ptrdiff_t(t * width));
+    }
+    offsets_ = {add(retained_first), add(retained),         add(anchor_first), add(anchors),
+                add(terms),          add(aggregated_first), add(aggregated),   add(screen)};
+    width_ = width;
+  }
+  std::size_t size() const { return bytes_.size(); }
+  // At least size() for these plans, before building them.
+  static std::size_t bound(std::span<const DosaPlan> plans, std::size_t width, std::size_t padded) {
+    std::size_t bytes = 8 * 16 + 3 * 4 * (plans.size() + 1) + 4 * padded * width;
+    for (const DosaPlan& p : plans) {
+      bytes +=
+          4 * (p.retained.size() + p.aggregated.size()) + sizeof(AnchorEntry) * p.anchors.size();
+      for (const DosaAnchor& a : p.anchors) bytes += sizeof(DosaTerm) * a.more.size();
+    }
+    return bytes;
+  }
+  // Queues the copy (pageable: it returns once the bytes are staged).
+  cudaError_t upload(std::byte* device, Stream stream, DevicePlans& view) const {
+    const auto at = [&](int i) { return device + offsets_[std::size_t(i)]; };
+    view = {reinterpret_cast<const std::uint32_t*>(at(0)),
+            reinterpret_cast<const std::uint32_t*>(at(1)),
+            reinterpret_cast<const std::uint32_t*>(at(2)),
+            reinterpret_cast<const AnchorEntry*>(at(3)),
+            reinterpret_cast<const DosaTerm*>(at(4)),
+            reinterpret_cast<const std::uint32_t*>(at(5)),
+            reinterpret_cast<const std::uint32_t*>(at(6)),
+            reinterpret_cast<const float*>(at(7)),
+            width_};
+    return cudaMemcpyAsync(device, bytes_.data(), bytes_.size(), cudaMemcpyHostToDevice, stream);
+  }
+
+ private:
+  template <class T>
+  std::size_t add(const std::vector<T>& v) {
+    const std::size_t at = (bytes_.size() + 15) / 16 * 16;
+    bytes_.resize(at + v.size() * sizeof(T));
+    if (!v.empty()) std::memcpy(bytes_.data() + at, v.data(), v.size() * sizeof(T));
+    return at;
+  }
+  std::vector<std::byte> bytes_;
+  std::vector<std::size_t> offsets_;
+  std::size_t width_ = 0;
+};
+
+// The widest screen of a batch in whole 16-head tiles (zero rows and weights pad
+// the others).
+std::size_t widest_screen(std::span<const DosaPlan> plans);
+
+}  // namespace aether::cuda::dosa
