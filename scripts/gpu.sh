@@ -44,13 +44,13 @@ want() { [[ $steps == *" $1 "* ]]; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
 if want suites; then
-for c in witness indexer paging compress dosa; do
+for c in witness indexer paging compress dosa dosa_cuda; do
   step ${c}_test "$build/tests/${c}_test" || failed_tests+="$c "
 done
 checked witness step witness_props "$build/props/witness_props"
 checked indexer step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
 checked paging step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
-checked dosa step dosa_cuda_props "$build/props/dosa_cuda_props"
+checked dosa_cuda step dosa_cuda_props "$build/props/dosa_cuda_props"
 checked compress step compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
 checked compress sanitize memcheck memcheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda*:CompressCuda.*'
 checked compress sanitize racecheck racecheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda*:CompressCuda.*'
@@ -63,10 +63,10 @@ checked indexer sanitize memcheck memcheck_indexer_test "$build/tests/indexer_te
 checked indexer sanitize racecheck racecheck_indexer_test "$build/tests/indexer_test" --gtest_filter='IndexerCuda.*'
 checked witness sanitize memcheck memcheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
 checked witness sanitize racecheck racecheck_witness_test "$build/tests/witness_test" --gtest_filter='*/cuda'
-checked dosa sanitize memcheck memcheck_dosa_test "$build/tests/dosa_test" --gtest_filter='DosaCuda.*'
-checked dosa sanitize racecheck racecheck_dosa_test "$build/tests/dosa_test" --gtest_filter='DosaCuda.*'
-RC_PARAMS=max_success=300 checked dosa sanitize memcheck memcheck_dosa_props "$build/props/dosa_cuda_props"
-RC_PARAMS=max_success=40 checked dosa sanitize racecheck racecheck_dosa_props "$build/props/dosa_cuda_props"
+checked dosa_cuda sanitize memcheck memcheck_dosa_test "$build/tests/dosa_cuda_test"
+checked dosa_cuda sanitize racecheck racecheck_dosa_test "$build/tests/dosa_cuda_test"
+RC_PARAMS=max_success=300 checked dosa_cuda sanitize memcheck memcheck_dosa_props "$build/props/dosa_cuda_props"
+RC_PARAMS=max_success=40 checked dosa_cuda sanitize racecheck racecheck_dosa_props "$build/props/dosa_cuda_props"
 RC_PARAMS=max_success=500 checked witness sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
 fi
 if want bench; then

@@ -14,6 +14,7 @@ for c in witness indexer paging compress dosa; do
   strip -o "$bundle/props/${c}_props" "$build/props/${c}_props"
 done
 strip -o "$bundle/props/dosa_cuda_props" "$build/props/dosa_cuda_props"
+strip -o "$bundle/tests/dosa_cuda_test" "$build/tests/dosa_cuda_test"
 for b in "$build"/bench/*_cuda; do strip -o "$bundle/bench/$(basename "$b")" "$b"; done
 # Mutants' suites stripped and xz-compressed (two suites each, thirteen mutants
 # would pass the carry limit as they are); gpu.sh unpacks them.

@@ -71,6 +71,12 @@ for c in "${components[@]}"; do
     "$bin/tests/${c}_test" --gtest_output="xml:$out/junit/${c}_test.xml"
   step "$c: properties ($cases cases each)" "$out/logs/${c}_props.log" \
     "$bin/props/${c}_props" --gtest_output="xml:$out/junit/${c}_props.xml"
+  if [ -x "$bin/props/${c}_cuda_props" ]; then  # a component's CUDA suites of their own
+    step "$c: CUDA unit tests" "$out/logs/${c}_cuda_test.log" \
+      "$bin/tests/${c}_cuda_test" --gtest_output="xml:$out/junit/${c}_cuda_test.xml"
+    step "$c: CUDA properties ($cases cases each)" "$out/logs/${c}_cuda_props.log" \
+      "$bin/props/${c}_cuda_props" --gtest_output="xml:$out/junit/${c}_cuda_props.xml"
+  fi
   [ -d "fuzz/corpus/${c}_fuzz" ] || continue
   step "$c: fuzz corpus replay" "$out/fuzz/${c}_replay.log" \
     ctest --test-dir "$bin" -R "^${c}_fuzz_replay\$" -V --output-junit "$PWD/$out/junit/${c}_fuzz_replay.xml"

@@ -37,8 +37,8 @@ break_and_build() {  # break_and_build COMPONENT NAME FILE EXPR
     echo "mutant $name: applies"
     return 1
   elif ! cmake --build "$build" --target "${component}_props" "${component}_test" \
-      $([ -e "$build/props/${component}_cuda_props" ] && echo "${component}_cuda_props") \
-      >/dev/null 2>&1; then
+      $([ -e "$build/props/${component}_cuda_props" ] && echo "${component}_cuda_props" \
+        "${component}_cuda_test") >/dev/null 2>&1; then
     echo "mutant $name: does not build"
   else
     return 0
@@ -53,10 +53,11 @@ cuda_mutant() {  # cuda_mutant COMPONENT NAME FILE SED-EXPRESSION: built only wh
   [[ ( -n $stage || -n $check_only ) && $only == *" $component "* ]] || return 0
   if break_and_build "$@"; then
     mkdir -p "$stage/$name"
-    # a component whose CUDA properties have their own suite stages that one
-    local props="$build/props/${component}_props"
-    [ -e "$build/props/${component}_cuda_props" ] && props="$build/props/${component}_cuda_props"
-    cp "$props" "$build/tests/${component}_test" "$stage/$name/"
+    # a component whose CUDA suites are their own (STEM_cuda_props, STEM_cuda_test) stages those
+    local suites=("$build/props/${component}_props" "$build/tests/${component}_test")
+    [ -e "$build/props/${component}_cuda_props" ] &&
+      suites=("$build/props/${component}_cuda_props" "$build/tests/${component}_cuda_test")
+    cp "${suites[@]}" "$stage/$name/"
     echo "mutant $name: staged in $stage/$name"
   fi
   restore "$file"

@@ -1,0 +1,129 @@
+// The worked examples of source 001 on the CUDA backend (GPU only; they skip
+// without a device): bf16 queries, BF16 keys (every value here is a bf16). Its
+// margin carries the tensor cores' error bound and, for a_A, the bf16 row's actual
+// rounding (none here). The model's and the CPU's: tests/dosa_test.cpp.
+#include <gtest/gtest.h>
+
+#include <bit>
+
+#include "props/support/dosa_backends.hpp"
+#include "props/support/indexer_backends.hpp"
+#include "props/support/property.hpp"
+
+namespace aether {
+namespace {
+
+using F = std::vector<float>;
+namespace de = dosa_error;
+
+#ifdef AETHER_HAVE_CUDA
+// The joint bound (tests/dosa_test.cpp): q_2 = 2 q_0 + 3 q_1, bound 12 w at k = (0, 4).
+const F kJointQueries{1, 0, 0, 1, 2, 3};
+const DosaPlan kJointPlan{{0, 1}, {{2, 0, 2.0f, {{1, 3.0f}}}}, {}};
+
+std::vector<std::uint16_t> bf16(const F& v) {
+  std::vector<std::uint16_t> bits;
+  for (float x : v) bits.push_back(std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16));
+  return bits;
+}
+struct Bf16Keys {
+  std::vector<std::uint16_t> bits;
+  std::size_t dim;
+  IndexKeys view() const { return {KeyFormat::BF16, std::as_bytes(std::span(bits)), dim}; }
+};
+double cuda_bound(const F& queries, const F& weights, const F& key, const DosaPlan& plan) {
+  std::vector<double> u(1);
+  const Bf16Keys keys{bf16(key), key.size()};
+  EXPECT_TRUE(props::cuda_dosa_bounds(bf16(queries), weights, keys.view(), plan, u).ok());
+  return u[0];
+}
+#endif
+
+TEST(DosaCuda, weights_add_and_deduct_after_the_relu) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const Bf16Keys key{bf16({1, 1}), 2};
+  std::vector<float> s(1);
+  ASSERT_TRUE(props::cuda_index_scores(bf16({4, 0, 0, 3}), F{2, -1}, 1, key.view(), s).ok());
+  EXPECT_EQ(s[0], 5.0f);
+  ASSERT_TRUE(props::cuda_index_scores(bf16({4, 0, 0, -3}), F{2, -1}, 1, key.view(), s).ok());
+  EXPECT_EQ(s[0], 8.0f);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+TEST(DosaCuda, the_threshold_excludes_below_tau_and_keeps_equality) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const Bf16Keys keys{bf16({9, 6, 2, 5, 6}), 1};
+  const std::vector<std::int32_t> seeds{0, 1, 2};
+  const std::vector<DosaPlan> plans{DosaPlan{{0}, {}, {}}};
+  std::vector<std::int32_t> out(2, 77);
+  DosaStats stats;
+  ASSERT_TRUE(props::cuda_dosa_topk(bf16({1}), F{1}, 1, keys.view(), 2, seeds, plans, out,
+                                    DosaOptions{false}, &stats)
+                  .ok());
+  EXPECT_EQ(out, (std::vector<std::int32_t>{0, 1}));
+  EXPECT_EQ(stats.screened, 2u);
+  EXPECT_EQ(stats.survivors, 1u);  // the key scoring 6
+  // a seed given twice, and a wrong out length: refused, out untouched
+  std::vector<std::int32_t> untouched(2, 77);
+  EXPECT_EQ(props::cuda_dosa_topk(bf16({1}), F{1}, 1, keys.view(), 2, std::vector{0, 1, 1}, plans,
+                                  untouched)
+                .error(),
+            (DosaError{de::BadSeed{2, 1}}));
+  EXPECT_EQ(props::cuda_dosa_topk(bf16({1}), F{1}, 1, keys.view(), 2, seeds, plans,
+                                  std::span(untouched).first(1))
+                .error(),
+            (DosaError{de::ShapeMismatch{2, 1}}));
+  EXPECT_EQ(untouched, (std::vector<std::int32_t>{77, 77}));
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+TEST(DosaCuda, an_anchor_bounds_an_omitted_positive_head) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  for (const float w : {1.0f, 2.0f}) {
+    const double u = cuda_bound({1, 0, 2, 1}, {0, w}, {3, 4}, DosaPlan{{0}, {{1, 0, 2.0f}}, {}});
+    EXPECT_GE(u, 11.0 * w);
+    EXPECT_LT(u, 11.0 * w * (1 + 1e-4));
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+TEST(DosaCuda, further_anchors_bound_an_omitted_head_jointly) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  for (const float w : {1.0f, 2.0f}) {
+    const double u = cuda_bound(kJointQueries, {0, 0, w}, {0, 4}, kJointPlan);
+    EXPECT_GE(u, 12.0 * w);
+    EXPECT_LT(u, 12.0 * w * (1 + 1e-4));
+  }
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+TEST(DosaCuda, aggregated_negative_heads_deduct_a_lower_bound) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const F queries{4, 0, 1, 0, 0, 1}, weights{1, -1, -1};
+  const DosaPlan plan{{0}, {}, {1, 2}};
+  const double tight = cuda_bound(queries, weights, {3, 4}, plan);
+  EXPECT_GE(tight, 5.0);
+  EXPECT_LT(tight, 5.0 * (1 + 1e-4));
+  const double loose = cuda_bound(queries, weights, {3, -2}, plan);
+  EXPECT_GE(loose, 11.0);
+  EXPECT_LT(loose, 11.0 * (1 + 1e-4));
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+}  // namespace
+}  // namespace aether
