@@ -135,12 +135,12 @@ mutant dosa cpu-group-member-bounded-against-the-first-tau impl/cpu/dosa.cpp \
   's|, block_norms\[i\], scale) >= double(q.tau))|, block_norms[i], scale) >= double(members[0].tau))|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
-# dosa on CUDA (staged): the threshold above the K-th seed score (each thread's best),
+# dosa on CUDA (staged): the threshold taken over all but the last of the seeds' top-K,
 # the anchored residual dropped and the aggregated deduction doubled (the shared
 # preparation, as the device computes it), the margin without the tensor cores'
 # error, survivors scoring exactly tau dropped, ties merged toward the higher id
-cuda_mutant dosa cuda-threshold-above-the-kth-seed impl/cuda/dosa_kernels.cu \
-  's|    m = fminf(m, seed_scores|    m = fmaxf(m == 3.40282347e38f ? -m : m, seed_scores|'
+cuda_mutant dosa cuda-threshold-skips-the-last-lane impl/cuda/dosa_kernels.cu \
+  's|  for (std::size_t i = threadIdx.x; i < k; i += kThreads)|  for (std::size_t i = threadIdx.x; i + 1 < k; i += kThreads)|'
 cuda_mutant dosa cuda-residual-dropped impl/cuda/dosa_kernels.cu \
   's|          dosa_screen::anchor_share(w\[a.head\], s, dim|          0 * dosa_screen::anchor_share(w[a.head], s, dim|'
 cuda_mutant dosa cuda-deduction-doubled impl/dosa_screen.hpp \
