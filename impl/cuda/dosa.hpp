@@ -22,14 +22,15 @@ namespace aether::cuda {
 // length. Nothing is written on a refusal. The call waits for the device.
 //
 // All queries are scored in full when L <= K, or when the cost rule says the
-// screen cannot pay, in 16-head tiles (the tensor cores' unit): S H16 +
-// L (W16 + 1/2) + rho (L - S) H16 >= 0.9 L H16, W the widest screen (|R|, plus
-// a_A); rho = 0 before screening, then the survivor rate of the first query on
-// the first 16384 keys (its probe). Else tau_t = the K-th best seed score; every
-// key's float bound (the retained heads with folded weights and a_A as a bf16 row,
-// scored by the scorer, plus the residual term and the margin) is compared with
-// tau_t; survivors are scored by the scorer, those below tau_t dropped, the rest
-// ranked with the seeds' top-K by the top-k.
+// screen cannot pay, in 16-head tiles (the tensor cores' unit):
+// T (S H16 + L (W16 + 1/2) + rho (L - S) H16) + 4e6 >= 0.9 T L H16, W the widest
+// screen (|R|, plus a_A), 4e6 the pipeline's fixed cost; rho = 0 before screening,
+// then the survivor rate of the first query on the first 16384 keys (its probe).
+// Else tau_t = the K-th best seed score; every key's float bound (the retained
+// heads with folded weights and a_A as a bf16 row, scored by the scorer, plus the
+// residual term and the margin) is compared with tau_t; survivors are scored by
+// the scorer, those below tau_t dropped, the rest ranked with the seeds' top-K in
+// the total order. docs/dosa.md has the details.
 Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                             device_span<const float> weights, std::size_t query_count,
                             const DeviceIndexKeys& keys, std::size_t k,
