@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
 shift || true
-only=" ${*:-witness indexer paging compress dosa} "
+only=" ${*:-witness indexer paging compress dosa sharing} "
 stage=${AETHER_MUTANT_STAGE:-}
 check_only=${AETHER_MUTANT_CHECK:-}
 names=${AETHER_MUTANT_NAMES:-.}
@@ -152,6 +152,22 @@ cuda_mutant dosa cuda-survivor-at-tau-dropped impl/cuda/dosa_merge.cu \
 cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
   's|(mask - std::uint32_t(id))|std::uint32_t(id)|'
 
+
+# sharing: refinement checked the wrong way round, a source's ownership not
+# required, the YOCO boundary ignored, a setting left out of the match, a shared
+# object counted once per reader
+mutant sharing model-refinement-reversed model/sharing.cpp \
+  's|      if (coarse\[std::size_t(fine\[l\])\] != coarse\[l\])|      if (fine[std::size_t(coarse[l])] != fine[l])|'
+mutant sharing cpu-refinement-reversed impl/cpu/sharing.cpp \
+  's|      if (coarse\[std::size_t(maps.maps\[m\]\[l\])\] != coarse\[l\])|      if (maps.maps[m][std::size_t(coarse[l])] != maps.maps[m][l])|'
+mutant sharing model-owner-not-required model/sharing.cpp \
+  's|      if (map\[std::size_t(s)\] != s) return|      if (false) return|'
+mutant sharing model-yoco-ignored model/sharing.cpp \
+  's|    if (s < boundary) return|    if (s < 0) return|'
+mutant sharing cpu-kv-dim-not-matched impl/cpu/sharing.cpp \
+  's|s.ratio, s.block_size, s.kv_dim},|s.ratio, s.block_size, 0},|'
+mutant sharing cpu-shared-object-counted-per-reader impl/cpu/sharing.cpp \
+  's|      if (maps.maps\[m\]\[l\] == std::int32_t(l)) {|      if (maps.maps[m][l] >= 0) {|'
 
 # indexer: tie order, signed zeros, the valid end, the tie quota, a radix digit,
 # candidates past the end. (hist[d] >= rank -> > rank is an equivalent mutant: the
