@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
 shift || true
-only=" ${*:-witness indexer paging compress dosa sharing} "
+only=" ${*:-witness indexer paging compress dosa sharing formats} "
 stage=${AETHER_MUTANT_STAGE:-}
 check_only=${AETHER_MUTANT_CHECK:-}
 names=${AETHER_MUTANT_NAMES:-.}
@@ -152,6 +152,23 @@ cuda_mutant dosa cuda-survivor-at-tau-dropped impl/cuda/dosa_merge.cu \
 cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
   's|(mask - std::uint32_t(id))|std::uint32_t(id)|'
 
+
+# formats: a UE8M0 scale rounded down, ties away from even, saturation to NaN, the
+# index block's scale section one row off
+mutant formats model-ue8m0-scale-one-power-low model/formats.cpp \
+  's|  return std::uint8_t(b);|  return std::uint8_t(b > 0 ? b - 1 : 0);|'
+mutant formats model-ties-away-from-even model/formats.cpp \
+  's|profile == RoundingProfile::Cuda \&\& (code \& 1) == 0;|profile == RoundingProfile::Cuda;|'
+mutant formats model-index-scales-one-row-off model/formats.cpp \
+  's|  return {row \* (dim / 2), rows \* (dim / 2) + row \* (dim / 32)};|  return {row * (dim / 2), (rows - 1) * (dim / 2) + row * (dim / 32)};|'
+mutant formats cpu-ue8m0-scale-rounded-down impl/cpu/formats.cpp \
+  's|                                   cudaRoundPosInf);|                                   cudaRoundMinInf);|'
+mutant formats cpu-ties-not-to-even impl/cpu/formats.cpp \
+  's|  if (profile == RoundingProfile::Cuda \|\| magnitude == 0) return code;|  if (magnitude == 0) return code;|'
+mutant formats cpu-saturation-to-nan impl/cpu/formats.cpp \
+  's|__nv_cvt_double_to_fp8(q, __NV_SATFINITE, __NV_E4M3)|__nv_cvt_double_to_fp8(q, __NV_NOSAT, __NV_E4M3)|'
+mutant formats cpu-index-scales-one-row-off impl/cpu/formats.cpp \
+  's|  return {row \* data_bytes, rows \* data_bytes + row \* scale_bytes};|  return {row * data_bytes, (rows - 1) * data_bytes + row * scale_bytes};|'
 
 # sharing: refinement checked the wrong way round, a source's ownership not
 # required, the YOCO boundary ignored, a setting left out of the match, a shared

@@ -1,0 +1,27 @@
+// CPU backend of the cache formats' codecs (model/formats.hpp): CUDA's own
+// conversions (cuda_fp8.h, cuda_fp4.h, on the host) on each value divided by its
+// group's scale in double. The quotient is exact for UE8M0 scales; for E4M3 scales
+// its double rounding never moves it across or onto a rounding tie (docs/formats.md),
+// so every code and scale byte equals the model's.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "api/formats.hpp"
+
+namespace aether::cpu {
+
+// model::quantize_row's codes and scales, and refusals.
+Result<QuantizedRow, FormatsError> quantize_row(CacheFormat format, std::span<const float> row,
+                                                RoundingProfile profile = RoundingProfile::Cuda);
+// Each element's value times its group's scale (exact in float for these formats).
+std::vector<float> dequantize_row(CacheFormat format, const QuantizedRow& q);
+// model::pack_row's bytes, and back.
+std::vector<std::byte> pack_row(CacheFormat format, const QuantizedRow& q);
+QuantizedRow unpack_row(CacheFormat format, std::span<const std::byte> bytes);
+// model::index_block_offsets.
+SectionOffsets index_block_offsets(std::size_t rows, std::size_t dim, std::size_t row);
+
+}  // namespace aether::cpu

@@ -1,0 +1,105 @@
+#include "props/support/formats_gen.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace aether::props {
+
+using namespace rc;
+
+void showValue(const FormatsCase& c, std::ostream& os) {
+  os << "format " << int(c.format) << ", profile " << int(c.profile) << ", row";
+  for (float x : c.row) os << " " << x;
+}
+
+namespace {
+// The finite non-negative values of an element, ascending.
+std::vector<float> element_values(Element e) {
+  if (e == Element::E2M1) return {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  std::vector<float> v;
+  for (int code = 0; code < 0x7f; ++code) {
+    const int ex = code >> 3, m = code & 7;
+    v.push_back(ex == 0 ? std::ldexp(float(m), -9) : std::ldexp(float(8 + m), ex - 10));
+  }
+  return v;
+}
+
+// One group of `n` values in one of the shapes the header names, around scale s.
+std::vector<float> group_values(Element e, std::size_t n, float s) {
+  const auto values = element_values(e);
+  const float top = values.back();
+  std::vector<float> g(n);
+  for (float& x : g) {
+    const float sign = *gen::arbitrary<bool>() ? -1.0f : 1.0f;
+    const auto i = *gen::inRange<std::size_t>(0, values.size() - 1);
+    switch (*gen::inRange(0, 6)) {
+      case 0:
+        x = sign * values[i] * s;
+        break;  // a code exactly
+      case 1:
+        x = sign * (values[i] + values[i + 1]) / 2 * s;
+        break;  // a tie exactly
+      case 2:
+        x = sign * std::nextafter((values[i] + values[i + 1]) / 2 * s, 0.0f);
+        break;
+      case 3:
+        x = sign * *gen::element(0.0f, top * s * 2, top * s * 8);
+        break;  // saturating
+      case 4:
+        x = sign * std::ldexp(*gen::inRange(1, 1000) / 1000.0f, *gen::inRange(-30, 20));
+        break;
+      default:
+        x = *gen::element(0.0f, -0.0f, std::numeric_limits<float>::denorm_min());
+    }
+  }
+  // amax exactly top * s, or one ulp past it, now and then
+  if (*gen::inRange(0, 3) == 0) {
+    g[*gen::inRange<std::size_t>(0, n)] =
+        *gen::arbitrary<bool>() ? top * s : std::nextafter(top * s, 1e30f);
+  }
+  return g;
+}
+}  // namespace
+
+Gen<FormatsCase> gen_formats_row() {
+  return gen::exec([] {
+    FormatsCase c;
+    c.format = *gen::element(CacheFormat::MainFp8, CacheFormat::MainFp4, CacheFormat::IndexFp4);
+    c.profile = *gen::element(RoundingProfile::Cuda, RoundingProfile::TiesTowardZero);
+    const GroupFormat f = group_format(c.format);
+    const auto groups = *gen::inRange<std::size_t>(1, 5);
+    for (std::size_t g = 0; g < groups; ++g) {
+      // a UE8M0 scale is a power of two; an E4M3 scale any E4M3 value
+      const float s = f.scale == ScaleKind::UE8M0
+                          ? std::ldexp(1.0f, *gen::inRange(-40, 100))
+                          : *gen::element(1.0f, 1.5f, 0.1875f, 448.0f, std::ldexp(1.0f, -9), 13.0f);
+      const auto values = group_values(f.element, f.group, s);
+      c.row.insert(c.row.end(), values.begin(), values.end());
+    }
+    return c;
+  });
+}
+
+Gen<FormatsCase> gen_faulty_formats_row() {
+  return gen::exec([] {
+    FormatsCase c = *gen_formats_row();
+    switch (*gen::inRange(0, 8)) {
+      case 0:
+        c.row[*gen::inRange<std::size_t>(0, c.row.size())] = *gen::element(
+            std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+            -std::numeric_limits<float>::infinity());
+        break;
+      case 1:
+        c.row.pop_back();
+        break;
+      case 2:
+        c.format = CacheFormat::IndexFp8;
+        break;
+      default:
+        break;
+    }
+    return c;
+  });
+}
+
+}  // namespace aether::props

@@ -1,0 +1,163 @@
+// Source 003 A.5 on the codecs, model and CPU alike: the rows' and blocks' bytes,
+// the encodings' boundary values (448, 464, 480, subnormals, ties, -0), scale
+// boundaries where amax / max is a power of two or one ulp above one, the
+// rounding profiles, and the refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "model/formats.hpp"
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+#include "impl/cpu/formats.hpp"
+#endif
+
+namespace aether {
+namespace {
+
+using F = std::vector<float>;
+using R = model::Rational;
+namespace fe = formats_error;
+constexpr auto kCuda = RoundingProfile::Cuda, kTowardZero = RoundingProfile::TiesTowardZero;
+
+// The code of x alone in a group whose scale is 1 (UE8M0 byte 127: amax = max),
+// by the model and by the CPU (which must agree).
+std::uint8_t code_of(CacheFormat format, float x, RoundingProfile profile = kCuda) {
+  const GroupFormat f = group_format(format);
+  F row(f.group, 0.0f);
+  row[0] = x;
+  row[1] = float(model::element_max(f.element).convert_to<double>());  // the scale: 1
+  const auto q = model::quantize_row(format, row, profile).value();
+  EXPECT_EQ(q.scales[0], 127);
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+  EXPECT_EQ(cpu::quantize_row(format, row, profile).value(), q) << "x = " << x;
+#endif
+  return q.codes[0];
+}
+
+TEST(Formats, rows_and_blocks_have_the_sources_bytes) {
+  const F row512(512, 1.0f), row128(128, 1.0f);
+  EXPECT_EQ(model::pack_row(CacheFormat::MainFp8,
+                            model::quantize_row(CacheFormat::MainFp8, row512, kCuda).value())
+                .size(),
+            528u);
+  EXPECT_EQ(model::pack_row(CacheFormat::MainFp4,
+                            model::quantize_row(CacheFormat::MainFp4, row512, kCuda).value())
+                .size(),
+            288u);
+  // an index block of 64 rows: data 64 x 64 bytes, then scales 64 x 4: 4,352 in all
+  EXPECT_EQ(model::index_block_offsets(64, 128, 0), (SectionOffsets{0, 4096}));
+  EXPECT_EQ(model::index_block_offsets(64, 128, 63), (SectionOffsets{63 * 64, 4096 + 63 * 4}));
+  EXPECT_EQ(model::index_block_offsets(64, 128, 63).scales + 4, 4352u);
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+  for (std::size_t r : {0u, 1u, 63u})
+    EXPECT_EQ(cpu::index_block_offsets(64, 128, r), model::index_block_offsets(64, 128, r));
+#endif
+}
+
+TEST(Formats, e4m3_boundaries) {
+  const auto m = CacheFormat::MainFp8;
+  EXPECT_EQ(code_of(m, 448), 0x7e);
+  EXPECT_EQ(code_of(m, 416), 0x7d);
+  EXPECT_EQ(code_of(m, 432), 0x7e);  // between 416 (odd 0x7d) and 448 (even 0x7e)
+  EXPECT_EQ(code_of(m, -448), 0xfe);
+  EXPECT_EQ(code_of(m, std::ldexp(1.0f, -9)), 0x01);       // the smallest subnormal
+  EXPECT_EQ(code_of(m, std::ldexp(1.0f, -10)), 0x00);      // a tie with 0: even
+  EXPECT_EQ(code_of(m, 3 * std::ldexp(1.0f, -10)), 0x02);  // a tie between 0x01 and 0x02
+  EXPECT_EQ(code_of(m, -0.0f), 0x80);
+  EXPECT_EQ(code_of(m, -std::ldexp(1.0f, -12)), 0x80);  // rounds to -0
+  // 464 is halfway to 480, which is the NaN pattern's place: saturating, 448
+  F row(32, 0.0f);
+  row[0] = 464;
+  row[1] = 448;  // keeps the scale at 1 (amax 464 would make it 2)
+  EXPECT_EQ(model::quantize_row(m, row, kCuda).value().scales[0], 128);  // amax 464 > 448: 2
+}
+
+TEST(Formats, e4m3_saturates_past_448) {
+  // elements past 448 at scale 1 exist only with a scale forced by another group: the
+  // element encoding alone
+  for (const double x : {448.0, 464.0, 480.0, 1e6})
+    EXPECT_EQ(model::encode_element(Element::E4M3, R(x), kCuda), 0x7e) << x;
+  EXPECT_EQ(model::encode_element(Element::E4M3, R(-1e6), kCuda), 0xfe);
+}
+
+TEST(Formats, e2m1_values_ties_and_profiles) {
+  const auto m = CacheFormat::IndexFp4;
+  const float values[] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  for (int c = 0; c < 8; ++c) EXPECT_EQ(code_of(m, values[c]), c);
+  for (int c = 1; c < 8; ++c) EXPECT_EQ(code_of(m, -values[c]), c | 8);
+  // ties: the even code (Cuda), the smaller magnitude (TiesTowardZero)
+  EXPECT_EQ(code_of(m, 0.25f), 0);
+  EXPECT_EQ(code_of(m, 0.75f), 2);
+  EXPECT_EQ(code_of(m, 0.75f, kTowardZero), 1);
+  EXPECT_EQ(code_of(m, 3.5f), 6);
+  EXPECT_EQ(code_of(m, 3.5f, kTowardZero), 5);
+  EXPECT_EQ(code_of(m, 5.0f), 6);
+  EXPECT_EQ(code_of(m, 5.0f, kTowardZero), 6);
+  EXPECT_EQ(code_of(m, -2.5f), 12);
+  EXPECT_EQ(code_of(m, -2.5f, kTowardZero), 12);
+  EXPECT_EQ(code_of(m, 3.25f), 5);                                  // not a tie
+  EXPECT_EQ(model::encode_element(Element::E2M1, R(7), kCuda), 7);  // saturates to 6
+  EXPECT_EQ(model::encode_nan(Element::E2M1, kCuda), 7);            // CUDA: +max
+  EXPECT_EQ(model::encode_nan(Element::E2M1, kTowardZero), 0);      // the reference: +0
+  EXPECT_EQ(model::encode_nan(Element::E4M3, kCuda), 0x7f);
+}
+
+// UE8M0: the smallest power of two at least amax / max. At amax / 448 = 2^-3 exactly
+// the scale is 2^-3; one float ulp above, 2^-2 (a log2 rounded down would say 2^-3).
+TEST(Formats, ue8m0_scale_boundaries) {
+  const auto scale = [](float amax) {
+    F row(32, 0.0f);
+    row[0] = amax;
+    const auto q = model::quantize_row(CacheFormat::MainFp8, row, kCuda).value();
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+    EXPECT_EQ(cpu::quantize_row(CacheFormat::MainFp8, row).value(), q);
+#endif
+    return int(q.scales[0]) - 127;
+  };
+  EXPECT_EQ(scale(56), -3);
+  EXPECT_EQ(scale(std::nextafter(56.0f, 100.0f)), -2);
+  EXPECT_EQ(scale(std::nextafter(56.0f, 0.0f)), -3);
+  EXPECT_EQ(scale(0), -22);  // the floor 10^-4: 10^-4 / 448 is in (2^-23, 2^-22]
+  EXPECT_EQ(scale(std::numeric_limits<float>::max()), 120);
+}
+
+// E4M3 scales (main FP4): amax / 6 to the nearest E4M3; at least 2^-9.
+TEST(Formats, e4m3_scale) {
+  const auto scale = [](float amax) {
+    F row(16, 0.0f);
+    row[0] = amax;
+    const auto q = model::quantize_row(CacheFormat::MainFp4, row, kCuda).value();
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+    EXPECT_EQ(cpu::quantize_row(CacheFormat::MainFp4, row).value(), q);
+#endif
+    return model::scale_value(ScaleKind::E4M3, q.scales[0]);
+  };
+  EXPECT_EQ(scale(9), R(3, 2));
+  EXPECT_EQ(scale(0), R(1, 512));
+  EXPECT_EQ(scale(6 * 448), R(448));
+}
+
+TEST(Formats, refusals) {
+  F row(32, 1.0f);
+  row[5] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(model::quantize_row(CacheFormat::MainFp8, row, kCuda).error(),
+            (FormatsError{fe::NonFiniteInput{5}}));
+  row[5] = 1;
+  row[7] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(model::quantize_row(CacheFormat::IndexFp4, row, kCuda).error(),
+            (FormatsError{fe::NonFiniteInput{7}}));
+  EXPECT_EQ(model::quantize_row(CacheFormat::MainFp8, F(31, 1.0f), kCuda).error(),
+            (FormatsError{fe::ShapeMismatch{0, 31}}));
+  EXPECT_EQ(model::quantize_row(CacheFormat::IndexFp8, F(128, 1.0f), kCuda).error(),
+            (FormatsError{fe::UnsupportedFormat{CacheFormat::IndexFp8}}));
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+  EXPECT_EQ(cpu::quantize_row(CacheFormat::IndexFp4, row).error(),
+            (FormatsError{fe::NonFiniteInput{7}}));
+  EXPECT_EQ(cpu::quantize_row(CacheFormat::MainFp8, F(31, 1.0f)).error(),
+            (FormatsError{fe::ShapeMismatch{0, 31}}));
+#endif
+}
+
+}  // namespace
+}  // namespace aether
