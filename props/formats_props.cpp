@@ -69,8 +69,8 @@ AETHER_PROP(FormatsCpu, codes_and_scales_equal_the_models, "L0", ()) {
   RC_ASSERT(got.value() == want.value());
   // exact dequantization: the CPU's floats are the model's rationals
   const auto values = model::dequantize_row(c.format, want.value());
-  const auto floats = cpu::dequantize_row(c.format, got.value());
-  for (std::size_t i = 0; i < values.size(); ++i) RC_ASSERT(model::exact(floats[i]) == values[i]);
+  const auto doubles = cpu::dequantize_row(c.format, got.value());
+  for (std::size_t i = 0; i < values.size(); ++i) RC_ASSERT(model::exact(doubles[i]) == values[i]);
   const auto bytes = model::pack_row(c.format, want.value());
   RC_ASSERT(cpu::pack_row(c.format, got.value()) == bytes);
   RC_ASSERT(cpu::unpack_row(c.format, bytes) == want.value());

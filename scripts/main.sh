@@ -15,10 +15,10 @@ usage: scripts/main.sh [--cases N] [--fuzz-seconds S] [--seed N] [--components L
   --cases N          property cases per property (default 10000)
   --fuzz-seconds S   seconds of libFuzzer per target (default 30; 0 skips the runs)
   --seed N           RapidCheck and libFuzzer seed (default: a fresh one, printed)
-  --components LIST  comma-separated subset of: witness,attention,indexer,paging,compress,dosa,sharing
+  --components LIST  comma-separated subset of: witness,attention,indexer,paging,compress,dosa,sharing,formats
 EOF
 }
-cases=10000 fuzz_seconds=${AETHER_FUZZ_SECONDS:-30} seed="" list="witness,attention,indexer,paging,compress,dosa,sharing"
+cases=10000 fuzz_seconds=${AETHER_FUZZ_SECONDS:-30} seed="" list="witness,attention,indexer,paging,compress,dosa,sharing,formats"
 while [ $# -gt 0 ]; do
   case $1 in
     --cases) cases=$2; shift 2 ;;
@@ -34,7 +34,7 @@ for n in "$cases" "$fuzz_seconds" ${seed:+"$seed"}; do
 done
 IFS=, read -r -a components <<<"$list"
 for c in "${components[@]}"; do
-  [[ " witness attention indexer paging compress dosa sharing " == *" $c "* ]] ||
+  [[ " witness attention indexer paging compress dosa sharing formats " == *" $c "* ]] ||
     { echo "main: unknown component $c" >&2; exit 2; }
 done
 # A seed is always chosen, so that a failing run can be repeated exactly.

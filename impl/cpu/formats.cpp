@@ -68,11 +68,11 @@ Result<QuantizedRow, FormatsError> quantize_row(CacheFormat format, std::span<co
   return q;
 }
 
-std::vector<float> dequantize_row(CacheFormat format, const QuantizedRow& q) {
+std::vector<double> dequantize_row(CacheFormat format, const QuantizedRow& q) {
   const GroupFormat f = group_format(format);
-  std::vector<float> out(q.codes.size());
+  std::vector<double> out(q.codes.size());
   for (std::size_t i = 0; i < q.codes.size(); ++i)
-    out[i] = float(value_of(f.element, q.codes[i]) * scale_of(f.scale, q.scales[i / f.group]));
+    out[i] = value_of(f.element, q.codes[i]) * scale_of(f.scale, q.scales[i / f.group]);
   return out;
 }
 

@@ -16,8 +16,9 @@ namespace aether::cpu {
 // model::quantize_row's codes and scales, and refusals.
 Result<QuantizedRow, FormatsError> quantize_row(CacheFormat format, std::span<const float> row,
                                                 RoundingProfile profile = RoundingProfile::Cuda);
-// Each element's value times its group's scale (exact in float for these formats).
-std::vector<float> dequantize_row(CacheFormat format, const QuantizedRow& q);
+// Each element's value times its group's scale, exact in double (a 4-bit by 1-bit
+// significand product below 2^136; in float it could pass FLT_MAX: 256 x 2^120).
+std::vector<double> dequantize_row(CacheFormat format, const QuantizedRow& q);
 // model::pack_row's bytes, and back.
 std::vector<std::byte> pack_row(CacheFormat format, const QuantizedRow& q);
 QuantizedRow unpack_row(CacheFormat format, std::span<const std::byte> bytes);

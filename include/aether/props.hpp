@@ -11,6 +11,7 @@
 #include "props/support/compress_gen.hpp"
 #include "props/support/dosa_backends.hpp"
 #include "props/support/dosa_gen.hpp"
+#include "props/support/formats_gen.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
 #include "props/support/model_adapter.hpp"
