@@ -60,6 +60,17 @@ struct SectionOffsets {
   friend bool operator==(const SectionOffsets&, const SectionOffsets&) = default;
 };
 
+// A paged cache of one format: `blocks` blocks of `rows_per_block` row slots of `dim`
+// elements; slot s is row s mod rows_per_block of block s / rows_per_block. Main
+// formats keep a block's rows one after another (cache_row_bytes each); IndexFp4
+// keeps a block's data section, then its scale section.
+struct CacheGeometry {
+  CacheFormat format = CacheFormat::MainFp8;
+  std::size_t dim = 0, rows_per_block = 0, blocks = 0;
+  std::size_t slots() const { return rows_per_block * blocks; }
+  std::size_t bytes() const { return slots() * cache_row_bytes(format, dim); }
+};
+
 namespace formats_error {
 // A NaN or infinity at this position of the input.
 struct NonFiniteInput {
@@ -77,14 +88,24 @@ struct UnsupportedFormat {
   CacheFormat format;
   friend bool operator==(const UnsupportedFormat&, const UnsupportedFormat&) = default;
 };
-using FormatsError = std::variant<NonFiniteInput, ShapeMismatch, UnsupportedFormat>;
+// A row's slot that is neither -1 (a placeholder) nor a slot of the cache, or a
+// slot given twice in one store.
+struct BadSlot {
+  std::size_t row;
+  std::int64_t slot;
+  friend bool operator==(const BadSlot&, const BadSlot&) = default;
+};
+using FormatsError = std::variant<NonFiniteInput, ShapeMismatch, UnsupportedFormat, BadSlot>;
 
 inline std::ostream& operator<<(std::ostream& os, const FormatsError& e) {
   if (auto* p = std::get_if<NonFiniteInput>(&e))
     return os << "NonFiniteInput{index=" << p->index << "}";
   if (auto* p = std::get_if<ShapeMismatch>(&e))
     return os << "ShapeMismatch{expected=" << p->expected << ", actual=" << p->actual << "}";
-  return os << "UnsupportedFormat{format=" << int(std::get<UnsupportedFormat>(e).format) << "}";
+  if (auto* p = std::get_if<UnsupportedFormat>(&e))
+    return os << "UnsupportedFormat{format=" << int(p->format) << "}";
+  const auto& b = std::get<BadSlot>(e);
+  return os << "BadSlot{row=" << b.row << ", slot=" << b.slot << "}";
 }
 }  // namespace formats_error
 

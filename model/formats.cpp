@@ -183,4 +183,114 @@ Rational round_trip_bound(Element element, const Rational& x, const Rational& sc
   return (above - below) / 2 * scale;
 }
 
+// j r
+std::int64_t compressed_row_position(std::int64_t row, std::int64_t ratio) { return row * ratio; }
+
+namespace {
+// Where slot s's codes and scales live: main formats, the packed row at s row_bytes;
+// IndexFp4, its block's sections.
+struct Place {
+  std::size_t data, scales;
+};
+Place place_of(const CacheGeometry& g, std::size_t slot) {
+  if (g.format != CacheFormat::IndexFp4) {
+    const std::size_t at = slot * cache_row_bytes(g.format, g.dim);
+    return {at, at};
+  }
+  const std::size_t block = slot / g.rows_per_block;
+  const std::size_t base = block * g.rows_per_block * cache_row_bytes(g.format, g.dim);
+  const SectionOffsets o = index_block_offsets(g.rows_per_block, g.dim, slot % g.rows_per_block);
+  return {base + o.data, base + o.scales};
+}
+
+// The format and whole groups a row (ShapeMismatch{whole groups' dim, dim}), then
+// the cache's length.
+Status<FormatsError> check_cache(const CacheGeometry& g, std::size_t bytes) {
+  if (g.format == CacheFormat::IndexFp8) return fe::UnsupportedFormat{g.format};
+  const std::size_t group = group_format(g.format).group;
+  if (g.dim == 0 || g.dim % group != 0) return fe::ShapeMismatch{g.dim / group * group, g.dim};
+  if (bytes != g.bytes()) return fe::ShapeMismatch{g.bytes(), bytes};
+  return Ok{};
+}
+}  // namespace
+
+Status<FormatsError> store_rows(const CacheGeometry& g, std::span<const float> rows,
+                                std::span<const std::int32_t> slots,
+                                std::span<std::byte> cache_bytes, RoundingProfile profile) {
+  if (auto st = check_cache(g, cache_bytes.size()); !st.ok()) return st;
+  if (rows.size() % g.dim != 0) return fe::ShapeMismatch{rows.size() / g.dim * g.dim, rows.size()};
+  const std::size_t n = rows.size() / g.dim;
+  if (slots.size() != n) return fe::ShapeMismatch{n, slots.size()};
+  std::vector<bool> taken(g.slots(), false);
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::int64_t s = slots[j];
+    if (s == -1) continue;
+    if (s < -1 || s >= std::int64_t(g.slots()) || taken[std::size_t(s)]) return fe::BadSlot{j, s};
+    taken[std::size_t(s)] = true;
+  }
+  std::vector<QuantizedRow> quantized(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (slots[j] == -1) continue;
+    auto q = quantize_row(g.format, rows.subspan(j * g.dim, g.dim), profile);
+    if (!q.ok()) {
+      const auto bad = std::get<fe::NonFiniteInput>(q.error());
+      return fe::NonFiniteInput{j * g.dim + bad.index};
+    }
+    quantized[j] = q.value();
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    if (slots[j] == -1) continue;
+    const Place at = place_of(g, std::size_t(slots[j]));
+    if (g.format != CacheFormat::IndexFp4) {
+      const auto bytes = pack_row(g.format, quantized[j]);
+      std::copy(bytes.begin(), bytes.end(), cache_bytes.begin() + std::ptrdiff_t(at.data));
+      continue;
+    }
+    const auto& q = quantized[j];
+    for (std::size_t i = 0; i < g.dim; i += 2)
+      cache_bytes[at.data + i / 2] = std::byte(q.codes[i] | (q.codes[i + 1] << 4));
+    for (std::size_t k = 0; k < q.scales.size(); ++k)
+      cache_bytes[at.scales + k] = std::byte(q.scales[k]);
+  }
+  return Ok{};
+}
+
+Result<std::vector<Rational>, FormatsError> gather_rows(const CacheGeometry& g,
+                                                        std::span<const std::byte> cache_bytes,
+                                                        std::span<const std::int32_t> slots) {
+  if (auto st = check_cache(g, cache_bytes.size()); !st.ok()) return st.error();
+  for (std::size_t j = 0; j < slots.size(); ++j)
+    if (slots[j] < -1 || slots[j] >= std::int64_t(g.slots())) return fe::BadSlot{j, slots[j]};
+  std::vector<Rational> out;
+  for (std::int32_t s : slots) {
+    if (s == -1) {
+      out.resize(out.size() + g.dim, Rational(0));
+      continue;
+    }
+    const Place at = place_of(g, std::size_t(s));
+    QuantizedRow q;
+    if (g.format != CacheFormat::IndexFp4) {
+      q = unpack_row(g.format, cache_bytes.subspan(at.data, cache_row_bytes(g.format, g.dim)));
+    } else {
+      for (std::size_t i = 0; i < g.dim / 2; ++i) {
+        const auto b = std::uint8_t(cache_bytes[at.data + i]);
+        q.codes.push_back(b & 0xf);
+        q.codes.push_back(b >> 4);
+      }
+      for (std::size_t k = 0; k < g.dim / 32; ++k)
+        q.scales.push_back(std::uint8_t(cache_bytes[at.scales + k]));
+    }
+    const GroupFormat f = group_format(g.format);
+    for (std::size_t i = 0; i < g.dim; ++i) {  // a NaN element or scale byte reads as no value
+      const std::uint8_t scale = q.scales[i / f.group];
+      if (is_nan_code(f.element, q.codes[i]) ||
+          (f.scale == ScaleKind::UE8M0 ? scale == 0xff : is_nan_code(Element::E4M3, scale)))
+        return fe::NonFiniteInput{out.size() + i};
+    }
+    const auto values = dequantize_row(g.format, q);
+    out.insert(out.end(), values.begin(), values.end());
+  }
+  return out;
+}
+
 }  // namespace aether::model

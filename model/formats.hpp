@@ -63,4 +63,27 @@ SectionOffsets index_block_offsets(std::size_t rows, std::size_t dim, std::size_
 // two codes around x / s, times s; past it, |x| - max s.
 Rational round_trip_bound(Element element, const Rational& x, const Rational& scale);
 
+// A.3: compressed row j covers positions [j r, (j + 1) r) and carries position j r,
+// the start of its group (a query keeps its own token position).
+std::int64_t compressed_row_position(std::int64_t row, std::int64_t ratio);
+
+// A.3's store: rows [n, D] into the cache at slots [n], each quantized in the
+// cache's format and written where the geometry places its slot; a placeholder
+// row (slot -1) is not written and its values not read. Refusals, before anything
+// is written: IndexFp8; a dimension that is not whole groups, the cache's length,
+// rows not whole rows, slots not one a row (ShapeMismatch, in that order); the
+// first bad slot (outside the cache, or given twice: BadSlot at the second); the
+// first NaN/inf of a stored row.
+Status<FormatsError> store_rows(const CacheGeometry& cache, std::span<const float> rows,
+                                std::span<const std::int32_t> slots,
+                                std::span<std::byte> cache_bytes, RoundingProfile profile);
+
+// The read side: the rows at slots [m], dequantized ([m, D]; a -1 slot reads as
+// zeros). Refuses as store_rows does for the format, dimension and cache's length,
+// then a slot outside the cache, then a NaN element or scale byte (a slot never
+// stored): NonFiniteInput at the first such value of the output.
+Result<std::vector<Rational>, FormatsError> gather_rows(const CacheGeometry& cache,
+                                                        std::span<const std::byte> cache_bytes,
+                                                        std::span<const std::int32_t> slots);
+
 }  // namespace aether::model

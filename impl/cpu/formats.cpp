@@ -4,6 +4,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace aether::cpu {
@@ -32,9 +33,11 @@ std::uint8_t encode(Element e, double q, RoundingProfile profile) {
   return hi > a && a - lo == hi - a ? lower : code;
 }
 
+// A scale byte's value (UE8M0 0xff and E4M3 0x7f, 0xff: NaN).
 double scale_of(ScaleKind kind, std::uint8_t byte) {
-  return kind == ScaleKind::UE8M0 ? std::ldexp(1.0, int(byte) - 127)
-                                  : value_of(Element::E4M3, byte);
+  if (kind == ScaleKind::E4M3) return value_of(Element::E4M3, byte);
+  const std::uint16_t bf16 = __nv_cvt_e8m0_to_bf16raw(byte).x;
+  return double(std::bit_cast<float>(std::uint32_t(bf16) << 16));
 }
 
 std::uint8_t scale_byte(GroupFormat f, double amax, RoundingProfile profile) {
@@ -116,6 +119,92 @@ QuantizedRow unpack_row(CacheFormat format, std::span<const std::byte> bytes) {
 SectionOffsets index_block_offsets(std::size_t rows, std::size_t dim, std::size_t row) {
   const std::size_t data_bytes = dim / 2, scale_bytes = dim / 32;
   return {row * data_bytes, rows * data_bytes + row * scale_bytes};
+}
+
+namespace {
+// The cache's format, whole groups a row, the cache's length.
+Status<FormatsError> check_geometry(const CacheGeometry& g, std::size_t bytes) {
+  if (g.format == CacheFormat::IndexFp8) return fe::UnsupportedFormat{g.format};
+  const std::size_t group = group_format(g.format).group;
+  if (g.dim == 0 || g.dim % group != 0) return fe::ShapeMismatch{g.dim / group * group, g.dim};
+  if (bytes != g.bytes()) return fe::ShapeMismatch{g.bytes(), bytes};
+  return Ok{};
+}
+// Byte offsets of slot s's data and scales (equal for main formats: one packed row).
+std::pair<std::size_t, std::size_t> slot_bytes(const CacheGeometry& g, std::size_t s) {
+  const std::size_t row_bytes = cache_row_bytes(g.format, g.dim);
+  if (g.format != CacheFormat::IndexFp4) return {s * row_bytes, s * row_bytes};
+  const std::size_t base = s / g.rows_per_block * g.rows_per_block * row_bytes;
+  const SectionOffsets o = index_block_offsets(g.rows_per_block, g.dim, s % g.rows_per_block);
+  return {base + o.data, base + o.scales};
+}
+}  // namespace
+
+Status<FormatsError> store_rows(const CacheGeometry& g, std::span<const float> rows,
+                                std::span<const std::int32_t> slots,
+                                std::span<std::byte> cache_bytes, RoundingProfile profile) {
+  if (auto st = check_geometry(g, cache_bytes.size()); !st.ok()) return st;
+  if (rows.size() % g.dim != 0) return fe::ShapeMismatch{rows.size() / g.dim * g.dim, rows.size()};
+  const std::size_t n = rows.size() / g.dim;
+  if (slots.size() != n) return fe::ShapeMismatch{n, slots.size()};
+  std::vector<char> taken(g.slots(), 0);
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::int32_t s = slots[j];
+    if (s == -1) continue;
+    if (s < -1 || std::size_t(s) >= g.slots() || taken[std::size_t(s)]) return fe::BadSlot{j, s};
+    taken[std::size_t(s)] = 1;
+  }
+  for (std::size_t j = 0; j < n; ++j)  // every stored row finite before the first write
+    if (slots[j] != -1)
+      for (std::size_t i = 0; i < g.dim; ++i)
+        if (!std::isfinite(rows[j * g.dim + i])) return fe::NonFiniteInput{j * g.dim + i};
+  for (std::size_t j = 0; j < n; ++j) {
+    if (slots[j] == -1) continue;
+    const QuantizedRow q = quantize_row(g.format, rows.subspan(j * g.dim, g.dim), profile).value();
+    const auto [data, scales] = slot_bytes(g, std::size_t(slots[j]));
+    if (g.format != CacheFormat::IndexFp4) {
+      const auto bytes = pack_row(g.format, q);
+      std::copy(bytes.begin(), bytes.end(), cache_bytes.begin() + std::ptrdiff_t(data));
+      continue;
+    }
+    for (std::size_t i = 0; i < g.dim / 2; ++i)
+      cache_bytes[data + i] = std::byte(q.codes[2 * i] | q.codes[2 * i + 1] << 4);
+    for (std::size_t k = 0; k < q.scales.size(); ++k)
+      cache_bytes[scales + k] = std::byte(q.scales[k]);
+  }
+  return Ok{};
+}
+
+Result<std::vector<double>, FormatsError> gather_rows(const CacheGeometry& g,
+                                                      std::span<const std::byte> cache_bytes,
+                                                      std::span<const std::int32_t> slots) {
+  if (auto st = check_geometry(g, cache_bytes.size()); !st.ok()) return st.error();
+  for (std::size_t j = 0; j < slots.size(); ++j)
+    if (slots[j] < -1 || slots[j] >= std::int64_t(g.slots())) return fe::BadSlot{j, slots[j]};
+  std::vector<double> out(slots.size() * g.dim, 0.0);
+  const GroupFormat f = group_format(g.format);
+  for (std::size_t j = 0; j < slots.size(); ++j) {
+    if (slots[j] == -1) continue;
+    const auto [data, scales] = slot_bytes(g, std::size_t(slots[j]));
+    QuantizedRow q;
+    if (g.format != CacheFormat::IndexFp4) {
+      q = unpack_row(g.format, cache_bytes.subspan(data, cache_row_bytes(g.format, g.dim)));
+    } else {
+      q.codes.resize(g.dim);
+      for (std::size_t i = 0; i < g.dim / 2; ++i) {
+        const auto b = std::uint8_t(cache_bytes[data + i]);
+        q.codes[2 * i] = b & 0xf;
+        q.codes[2 * i + 1] = b >> 4;
+      }
+      for (std::size_t k = 0; k < g.dim / f.group; ++k)
+        q.scales.push_back(std::uint8_t(cache_bytes[scales + k]));
+    }
+    const auto values = dequantize_row(g.format, q);
+    for (std::size_t i = 0; i < g.dim; ++i)  // NaN codes decode to NaN
+      if (std::isnan(values[i])) return fe::NonFiniteInput{j * g.dim + i};
+    std::copy(values.begin(), values.end(), out.begin() + std::ptrdiff_t(j * g.dim));
+  }
+  return out;
 }
 
 }  // namespace aether::cpu

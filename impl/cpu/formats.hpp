@@ -25,4 +25,13 @@ QuantizedRow unpack_row(CacheFormat format, std::span<const std::byte> bytes);
 // model::index_block_offsets.
 SectionOffsets index_block_offsets(std::size_t rows, std::size_t dim, std::size_t row);
 
+// model::store_rows and model::gather_rows (values as exact doubles).
+Status<FormatsError> store_rows(const CacheGeometry& cache, std::span<const float> rows,
+                                std::span<const std::int32_t> slots,
+                                std::span<std::byte> cache_bytes,
+                                RoundingProfile profile = RoundingProfile::Cuda);
+Result<std::vector<double>, FormatsError> gather_rows(const CacheGeometry& cache,
+                                                      std::span<const std::byte> cache_bytes,
+                                                      std::span<const std::int32_t> slots);
+
 }  // namespace aether::cpu
