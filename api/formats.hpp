@@ -95,7 +95,13 @@ struct BadSlot {
   std::int64_t slot;
   friend bool operator==(const BadSlot&, const BadSlot&) = default;
 };
-using FormatsError = std::variant<NonFiniteInput, ShapeMismatch, UnsupportedFormat, BadSlot>;
+// CUDA only: the runtime reported an error (cudaError_t value).
+struct DeviceFailure {
+  int code;
+  friend bool operator==(const DeviceFailure&, const DeviceFailure&) = default;
+};
+using FormatsError =
+    std::variant<NonFiniteInput, ShapeMismatch, UnsupportedFormat, BadSlot, DeviceFailure>;
 
 inline std::ostream& operator<<(std::ostream& os, const FormatsError& e) {
   if (auto* p = std::get_if<NonFiniteInput>(&e))
@@ -104,8 +110,9 @@ inline std::ostream& operator<<(std::ostream& os, const FormatsError& e) {
     return os << "ShapeMismatch{expected=" << p->expected << ", actual=" << p->actual << "}";
   if (auto* p = std::get_if<UnsupportedFormat>(&e))
     return os << "UnsupportedFormat{format=" << int(p->format) << "}";
-  const auto& b = std::get<BadSlot>(e);
-  return os << "BadSlot{row=" << b.row << ", slot=" << b.slot << "}";
+  if (auto* p = std::get_if<BadSlot>(&e))
+    return os << "BadSlot{row=" << p->row << ", slot=" << p->slot << "}";
+  return os << "DeviceFailure{code=" << std::get<DeviceFailure>(e).code << "}";
 }
 }  // namespace formats_error
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "model/formats.hpp"
+#include "props/support/formats_backends.hpp"
 #include "props/support/formats_gen.hpp"
 #include "props/support/property.hpp"
 #if defined(AETHER_HAVE_FP_CONVERSIONS)
@@ -55,6 +56,42 @@ AETHER_PROP(Formats, index_sections_place_every_row_once, "model", ()) {
   for (int u : used) RC_ASSERT(u == 1);
 }
 
+// L0 on the store and the read side of a backend: it writes the model's bytes and
+// nothing else, refuses what the model refuses (then the cache is untouched), and
+// gathers the model's values (or refuses a never-stored slot's NaN codes as it does).
+template <class Store, class Gather>
+void check_store(const props::StoreCase& c, Store store, Gather gather) {
+  auto model_cache = c.before, cache = c.before;
+  const auto want = model::store_rows(c.cache, c.rows, c.slots, model_cache, c.profile);
+  const auto got = store(c, cache);
+  RC_TAG(want.ok() ? "stored" : "refused");
+  RC_ASSERT(want.ok() == got.ok());
+  if (!want.ok()) {
+    RC_ASSERT(got.error() == want.error());
+    RC_ASSERT(cache == c.before);
+    return;
+  }
+  RC_ASSERT(cache == model_cache);
+  const auto values = model::gather_rows(c.cache, model_cache, c.reads);
+  const auto doubles = gather(c, model_cache);
+  if (!values.ok()) RC_LOG() << "model: " << values.error() << "\n";
+  if (!doubles.ok()) RC_LOG() << "backend: " << doubles.error() << "\n";
+  RC_ASSERT(values.ok() == doubles.ok());
+  if (!values.ok()) {
+    RC_ASSERT(doubles.error() == values.error());
+    return;
+  }
+  for (std::size_t i = 0; i < values.value().size(); ++i)
+    RC_ASSERT(model::exact(doubles.value()[i]) == values.value()[i]);
+}
+
+#if defined(AETHER_HAVE_CUDA)
+AETHER_GPU_PROP(FormatsCuda, store_and_gather_equal_the_models, "L0", ()) {
+  const props::StoreCase c = *props::gen_store_case();
+  check_store(c, props::cuda_store_rows, props::cuda_gather_rows);
+}
+#endif
+
 #if defined(AETHER_HAVE_FP_CONVERSIONS)
 // L0: codes, scale bytes and refusals equal the model's, every profile.
 AETHER_PROP(FormatsCpu, codes_and_scales_equal_the_models, "L0", ()) {
@@ -80,48 +117,15 @@ AETHER_PROP(FormatsCpu, codes_and_scales_equal_the_models, "L0", ()) {
 // L0 on the store and the read side: the CPU writes the model's bytes and nothing
 // else, refuses what it refuses (then the cache is untouched), and gathers its values.
 AETHER_PROP(FormatsCpu, store_and_gather_equal_the_models, "L0", ()) {
-  const auto format =
-      *rc::gen::element(CacheFormat::MainFp8, CacheFormat::MainFp4, CacheFormat::IndexFp4);
-  const std::size_t group = group_format(format).group;
-  const CacheGeometry g{format, group * *rc::gen::inRange<std::size_t>(1, 5),
-                        *rc::gen::inRange<std::size_t>(1, 5), *rc::gen::inRange<std::size_t>(1, 4)};
-  const auto n = *rc::gen::inRange<std::size_t>(0, 7);
-  std::vector<float> rows;
-  for (std::size_t i = 0; i < n * g.dim; ++i)
-    rows.push_back(*rc::gen::inRange(0, 50) == 0 ? std::numeric_limits<float>::quiet_NaN()
-                                                 : float(*rc::gen::inRange(-64, 65)) / 8);
-  std::vector<std::int32_t> slots;
-  for (std::size_t j = 0; j < n; ++j)
-    slots.push_back(*rc::gen::inRange<std::int32_t>(-2, std::int32_t(g.slots()) + 1));
-  const auto profile = *rc::gen::element(RoundingProfile::Cuda, RoundingProfile::TiesTowardZero);
-  std::vector<std::byte> fresh(g.bytes());
-  for (std::byte& b : fresh) b = std::byte(*rc::gen::arbitrary<std::uint8_t>());
-  auto model_cache = fresh, cpu_cache = fresh;
-  const auto want = model::store_rows(g, rows, slots, model_cache, profile);
-  const auto got = cpu::store_rows(g, rows, slots, cpu_cache, profile);
-  RC_TAG(want.ok() ? "stored" : "refused");
-  RC_ASSERT(want.ok() == got.ok());
-  if (!want.ok()) {
-    RC_ASSERT(got.error() == want.error());
-    RC_ASSERT(cpu_cache == fresh);
-    RC_ASSERT(model_cache == fresh);
-    return;
-  }
-  RC_ASSERT(cpu_cache == model_cache);
-  std::vector<std::int32_t> reads;
-  for (std::size_t j = 0; j < 4; ++j)
-    reads.push_back(*rc::gen::inRange<std::int32_t>(-1, std::int32_t(g.slots())));
-  const auto values = model::gather_rows(g, model_cache, reads);
-  const auto doubles = cpu::gather_rows(g, model_cache, reads);
-  if (!values.ok()) RC_LOG() << "model: " << values.error() << "\n";
-  if (!doubles.ok()) RC_LOG() << "cpu: " << doubles.error() << "\n";
-  RC_ASSERT(values.ok() == doubles.ok());  // a slot never stored may hold NaN codes
-  if (!values.ok()) {
-    RC_ASSERT(doubles.error() == values.error());
-    return;
-  }
-  for (std::size_t i = 0; i < values.value().size(); ++i)
-    RC_ASSERT(model::exact(doubles.value()[i]) == values.value()[i]);
+  const props::StoreCase c = *props::gen_store_case();
+  check_store(
+      c,
+      [](const props::StoreCase& c, std::vector<std::byte>& cache) {
+        return cpu::store_rows(c.cache, c.rows, c.slots, cache, c.profile);
+      },
+      [](const props::StoreCase& c, const std::vector<std::byte>& cache) {
+        return cpu::gather_rows(c.cache, cache, c.reads);
+      });
 }
 
 AETHER_PROP(FormatsCpu, index_sections_equal_the_models, "L0", ()) {

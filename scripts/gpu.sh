@@ -51,6 +51,7 @@ checked witness step witness_props "$build/props/witness_props"
 checked indexer step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
 checked paging step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
 checked dosa_cuda step dosa_cuda_props "$build/props/dosa_cuda_props"
+step formats_props "$build/props/formats_props" --gtest_filter='FormatsCuda.*' || failed_tests+="formats "
 checked compress step compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
 checked compress sanitize memcheck memcheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda*:CompressCuda.*'
 checked compress sanitize racecheck racecheck_compress_test "$build/tests/compress_test" --gtest_filter='*/cuda*:CompressCuda.*'
@@ -67,6 +68,8 @@ checked dosa_cuda sanitize memcheck memcheck_dosa_test "$build/tests/dosa_cuda_t
 checked dosa_cuda sanitize racecheck racecheck_dosa_test "$build/tests/dosa_cuda_test"
 RC_PARAMS=max_success=300 checked dosa_cuda sanitize memcheck memcheck_dosa_props "$build/props/dosa_cuda_props"
 RC_PARAMS=max_success=40 checked dosa_cuda sanitize racecheck racecheck_dosa_props "$build/props/dosa_cuda_props"
+RC_PARAMS=max_success=300 checked formats sanitize memcheck memcheck_formats_props "$build/props/formats_props" --gtest_filter='FormatsCuda.*'
+RC_PARAMS=max_success=40 checked formats sanitize racecheck racecheck_formats_props "$build/props/formats_props" --gtest_filter='FormatsCuda.*'
 RC_PARAMS=max_success=500 checked witness sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'
 fi
 if want bench; then

@@ -161,14 +161,21 @@ mutant formats model-ties-away-from-even model/formats.cpp \
   's|profile == RoundingProfile::Cuda \&\& (code \& 1) == 0;|profile == RoundingProfile::Cuda;|'
 mutant formats model-index-scales-one-row-off model/formats.cpp \
   's|  return {row \* (dim / 2), rows \* (dim / 2) + row \* (dim / 32)};|  return {row * (dim / 2), (rows - 1) * (dim / 2) + row * (dim / 32)};|'
-mutant formats cpu-ue8m0-scale-rounded-down impl/cpu/formats.cpp \
+mutant formats codes-ue8m0-scale-rounded-down impl/formats_codes.hpp \
   's|                                   cudaRoundPosInf);|                                   cudaRoundMinInf);|'
-mutant formats cpu-ties-not-to-even impl/cpu/formats.cpp \
+mutant formats codes-ties-not-to-even impl/formats_codes.hpp \
   's|  if (profile == RoundingProfile::Cuda \|\| magnitude == 0) return code;|  if (magnitude == 0) return code;|'
-mutant formats cpu-saturation-to-nan impl/cpu/formats.cpp \
+mutant formats codes-saturation-to-nan impl/formats_codes.hpp \
   's|__nv_cvt_double_to_fp8(q, __NV_SATFINITE, __NV_E4M3)|__nv_cvt_double_to_fp8(q, __NV_NOSAT, __NV_E4M3)|'
 mutant formats cpu-index-scales-one-row-off impl/cpu/formats.cpp \
   's|  return {row \* data_bytes, rows \* data_bytes + row \* scale_bytes};|  return {row * data_bytes, (rows - 1) * data_bytes + row * scale_bytes};|'
+
+# formats on CUDA (staged): the index block's scale section one row off, a slot
+# given twice not refused
+cuda_mutant formats cuda-index-scales-one-row-off impl/cuda/formats.cu \
+  's|    return block + rows_per_block \* (dim / 2) + (s % rows_per_block)|    return block + (rows_per_block - 1) * (dim / 2) + (s % rows_per_block)|'
+cuda_mutant formats cuda-slot-twice-not-refused impl/cuda/formats.cu \
+  's|    if (i % dim == 0 \&\& first\[s\] < j)|    if (false \&\& first[s] < j)|'
 
 # sharing: refinement checked the wrong way round, a source's ownership not
 # required, the YOCO boundary ignored, a setting left out of the match, a shared

@@ -1,7 +1,6 @@
 #include "impl/cpu/formats.hpp"
 
-#include <cuda_fp4.h>
-#include <cuda_fp8.h>
+#include "impl/formats_codes.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -12,41 +11,10 @@ namespace aether::cpu {
 namespace {
 namespace fe = formats_error;
 
-std::uint8_t sign_of(Element e) { return e == Element::E4M3 ? 0x80 : 0x8; }
-
-double value_of(Element e, std::uint8_t code) {
-  if (e == Element::E4M3)
-    return double(__half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3))));
-  return double(__half2float(__half(__nv_cvt_fp4_to_halfraw(code, __NV_E2M1))));
-}
-
-// CUDA's nearest-even saturating conversion; TiesTowardZero steps back toward zero
-// where that conversion rounded an exact tie away from it.
-std::uint8_t encode(Element e, double q, RoundingProfile profile) {
-  const std::uint8_t code = e == Element::E4M3
-                                ? __nv_cvt_double_to_fp8(q, __NV_SATFINITE, __NV_E4M3)
-                                : __nv_cvt_double_to_fp4(q, __NV_E2M1, cudaRoundNearest);
-  const std::uint8_t magnitude = code & std::uint8_t(~sign_of(e));
-  if (profile == RoundingProfile::Cuda || magnitude == 0) return code;
-  const std::uint8_t lower = std::uint8_t((magnitude - 1) | (code & sign_of(e)));
-  const double a = std::abs(q), hi = std::abs(value_of(e, code)), lo = std::abs(value_of(e, lower));
-  return hi > a && a - lo == hi - a ? lower : code;
-}
-
-// A scale byte's value (UE8M0 0xff and E4M3 0x7f, 0xff: NaN).
-double scale_of(ScaleKind kind, std::uint8_t byte) {
-  if (kind == ScaleKind::E4M3) return value_of(Element::E4M3, byte);
-  const std::uint16_t bf16 = __nv_cvt_e8m0_to_bf16raw(byte).x;
-  return double(std::bit_cast<float>(std::uint32_t(bf16) << 16));
-}
-
-std::uint8_t scale_byte(GroupFormat f, double amax, RoundingProfile profile) {
-  const double max_element = f.element == Element::E4M3 ? 448.0 : 6.0;
-  if (f.scale == ScaleKind::UE8M0)
-    return __nv_cvt_double_to_e8m0(std::max(amax, 1e-4) / max_element, __NV_SATFINITE,
-                                   cudaRoundPosInf);
-  return encode(Element::E4M3, std::max(amax, 6 * 0x1p-9) / max_element, profile);
-}
+using formats_codes::encode;
+using formats_codes::scale_byte;
+using formats_codes::scale_of;
+using formats_codes::value_of;
 }  // namespace
 
 Result<QuantizedRow, FormatsError> quantize_row(CacheFormat format, std::span<const float> row,

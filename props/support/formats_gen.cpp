@@ -102,4 +102,36 @@ Gen<FormatsCase> gen_faulty_formats_row() {
   });
 }
 
+void showValue(const StoreCase& c, std::ostream& os) {
+  os << "format " << int(c.cache.format) << ", D " << c.cache.dim << ", " << c.cache.rows_per_block
+     << " rows a block, " << c.cache.blocks << " blocks, profile " << int(c.profile) << "\nslots";
+  for (auto s : c.slots) os << " " << s;
+  os << "\nreads";
+  for (auto s : c.reads) os << " " << s;
+  os << "\nrows";
+  for (float x : c.rows) os << " " << x;
+}
+
+Gen<StoreCase> gen_store_case() {
+  return gen::exec([] {
+    StoreCase c;
+    const auto format =
+        *gen::element(CacheFormat::MainFp8, CacheFormat::MainFp4, CacheFormat::IndexFp4);
+    c.cache = {format, group_format(format).group * *gen::inRange<std::size_t>(1, 5),
+               *gen::inRange<std::size_t>(1, 5), *gen::inRange<std::size_t>(1, 4)};
+    c.profile = *gen::element(RoundingProfile::Cuda, RoundingProfile::TiesTowardZero);
+    const auto n = *gen::inRange<std::size_t>(0, 7);
+    for (std::size_t i = 0; i < n * c.cache.dim; ++i)
+      c.rows.push_back(*gen::inRange(0, 50) == 0 ? std::numeric_limits<float>::quiet_NaN()
+                                                 : float(*gen::inRange(-64, 65)) / 8);
+    for (std::size_t j = 0; j < n; ++j)
+      c.slots.push_back(*gen::inRange<std::int32_t>(-2, std::int32_t(c.cache.slots()) + 1));
+    for (std::size_t b = 0; b < c.cache.bytes(); ++b)
+      c.before.push_back(std::byte(*gen::arbitrary<std::uint8_t>()));
+    for (int j = 0; j < 4; ++j)
+      c.reads.push_back(*gen::inRange<std::int32_t>(-1, std::int32_t(c.cache.slots())));
+    return c;
+  });
+}
+
 }  // namespace aether::props

@@ -7,6 +7,9 @@
 
 #include <rapidcheck.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include "api/formats.hpp"
@@ -25,5 +28,19 @@ rc::Gen<FormatsCase> gen_formats_row();
 // The same with, one time in four, a NaN or infinity somewhere, or a length that is
 // not whole groups, or the IndexFp8 format.
 rc::Gen<FormatsCase> gen_faulty_formats_row();
+
+// A store into a paged cache and reads back: a geometry of 1 to 4 groups a row,
+// 1 to 4 rows a block, 1 to 3 blocks; 0 to 6 rows (one value in 50 a NaN) with
+// slots in [-2, slots] (placeholders, slots outside, slots twice); the cache's
+// bytes before the store at random; 4 slots to read in [-1, slots).
+struct StoreCase {
+  CacheGeometry cache;
+  RoundingProfile profile = RoundingProfile::Cuda;
+  std::vector<float> rows;
+  std::vector<std::int32_t> slots, reads;
+  std::vector<std::byte> before;
+};
+void showValue(const StoreCase& c, std::ostream& os);
+rc::Gen<StoreCase> gen_store_case();
 
 }  // namespace aether::props

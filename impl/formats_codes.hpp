@@ -1,0 +1,66 @@
+// Element and scale codes through CUDA's own conversions (cuda_fp8.h, cuda_fp4.h),
+// shared by the CPU backend (impl/cpu/formats.cpp, on the host) and the CUDA one
+// (impl/cuda/formats.cu, on the device): one definition of each rule.
+#pragma once
+
+#include <cuda_fp4.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "api/formats.hpp"
+
+#ifdef __CUDACC__
+#define AETHER_CODES_HD __host__ __device__
+#else
+#define AETHER_CODES_HD
+#endif
+
+namespace aether::formats_codes {
+
+AETHER_CODES_HD inline std::uint8_t sign_of(Element e) { return e == Element::E4M3 ? 0x80 : 0x8; }
+
+// An element code's value (E4M3 0x7f, 0xff: NaN).
+AETHER_CODES_HD inline double value_of(Element e, std::uint8_t code) {
+  if (e == Element::E4M3)
+    return double(__half2float(__half(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3))));
+  return double(__half2float(__half(__nv_cvt_fp4_to_halfraw(code, __NV_E2M1))));
+}
+
+// CUDA's nearest-even saturating conversion; TiesTowardZero steps back toward zero
+// where that conversion rounded an exact tie away from it.
+AETHER_CODES_HD inline std::uint8_t encode(Element e, double q, RoundingProfile profile) {
+  const std::uint8_t code = e == Element::E4M3
+                                ? __nv_cvt_double_to_fp8(q, __NV_SATFINITE, __NV_E4M3)
+                                : __nv_cvt_double_to_fp4(q, __NV_E2M1, cudaRoundNearest);
+  const std::uint8_t magnitude = code & std::uint8_t(~sign_of(e));
+  if (profile == RoundingProfile::Cuda || magnitude == 0) return code;
+  const std::uint8_t lower = std::uint8_t((magnitude - 1) | (code & sign_of(e)));
+  const double a = q < 0 ? -q : q, hi = value_of(e, code), lo = value_of(e, lower);
+  const double hi_a = hi < 0 ? -hi : hi, lo_a = lo < 0 ? -lo : lo;
+  return hi_a > a && a - lo_a == hi_a - a ? lower : code;
+}
+
+// A scale byte's value (UE8M0 0xff and E4M3 0x7f, 0xff: NaN).
+AETHER_CODES_HD inline double scale_of(ScaleKind kind, std::uint8_t byte) {
+  if (kind == ScaleKind::E4M3) return value_of(Element::E4M3, byte);
+  const unsigned bits = unsigned(__nv_cvt_e8m0_to_bf16raw(byte).x) << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return double(f);
+}
+
+// A group's scale byte from its amax: UE8M0 rounded up to a power of two,
+// E4M3 by the profile's element rule (docs/formats.md).
+AETHER_CODES_HD inline std::uint8_t scale_byte(GroupFormat f, double amax,
+                                               RoundingProfile profile) {
+  const double max_element = f.element == Element::E4M3 ? 448.0 : 6.0;
+  if (f.scale == ScaleKind::UE8M0)
+    return __nv_cvt_double_to_e8m0((amax > 1e-4 ? amax : 1e-4) / max_element, __NV_SATFINITE,
+                                   cudaRoundPosInf);
+  const double floor = 6 * 0x1p-9;
+  return encode(Element::E4M3, (amax > floor ? amax : floor) / max_element, profile);
+}
+
+}  // namespace aether::formats_codes

@@ -1,0 +1,19 @@
+// The CUDA store and read side of the cache formats behind host buffers (staged
+// through device memory, the cache too, so that untouched-on-refusal checks mean
+// something), in the shape props/formats_props.cpp's check_store takes.
+#pragma once
+
+#include <vector>
+
+#include "api/formats.hpp"
+#include "props/support/formats_gen.hpp"
+
+namespace aether::props {
+
+#ifdef AETHER_HAVE_CUDA
+Status<FormatsError> cuda_store_rows(const StoreCase& c, std::vector<std::byte>& cache);
+Result<std::vector<double>, FormatsError> cuda_gather_rows(const StoreCase& c,
+                                                           const std::vector<std::byte>& cache);
+#endif
+
+}  // namespace aether::props
