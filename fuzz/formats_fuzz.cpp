@@ -1,7 +1,9 @@
-// Differential fuzz target for the cache formats' codecs: bytes -> (format, rounding
-// profile, a row of arbitrary float bit patterns: NaN, infinities, subnormals,
-// signed zeros, every exponent; lengths not whole groups now and then). The CPU
-// must quantize, refuse, dequantize and pack exactly as the model does.
+// Differential fuzz target for the cache formats' codecs and store: bytes ->
+// (format, rounding profile, a row of arbitrary float bit patterns: NaN,
+// infinities, subnormals, signed zeros, every exponent; lengths not whole groups
+// now and then), then a store of that row and a copy of it into a small paged cache
+// at fuzzed slots, and reads. The CPU must quantize, refuse, dequantize, pack,
+// store and gather exactly as the model does.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <bit>
@@ -57,6 +59,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto bytes = model::pack_row(format, want.value());
   if (cpu::pack_row(format, got.value()) != bytes) fail("packed bytes");
   if (!(cpu::unpack_row(format, bytes) == want.value())) fail("unpacked row");
+  if (format == CacheFormat::IndexFp8 || n == 0) return 0;
+  // the row twice into a cache of 2 blocks of 2 rows, at fuzzed slots
+  const CacheGeometry cache{format, n, 2, 2};
+  std::vector<float> rows(row);
+  rows.insert(rows.end(), row.begin(), row.end());
+  const std::vector<std::int32_t> slots{p.ConsumeIntegralInRange<std::int32_t>(-2, 4),
+                                        p.ConsumeIntegralInRange<std::int32_t>(-2, 4)};
+  std::vector<std::byte> model_cache(cache.bytes(), std::byte{0x3c}), cpu_cache = model_cache;
+  const auto stored = model::store_rows(cache, rows, slots, model_cache, profile);
+  const auto cpu_stored = cpu::store_rows(cache, rows, slots, cpu_cache, profile);
+  if (stored.ok() != cpu_stored.ok()) fail("store: one refuses, the other does not");
+  if (!stored.ok() && !(stored.error() == cpu_stored.error())) fail("store: different refusals");
+  if (cpu_cache != model_cache) fail("store: cache bytes");
+  const std::vector<std::int32_t> reads{p.ConsumeIntegralInRange<std::int32_t>(-2, 4)};
+  const auto read = model::gather_rows(cache, model_cache, reads);
+  const auto cpu_read = cpu::gather_rows(cache, model_cache, reads);
+  if (read.ok() != cpu_read.ok()) fail("gather: one refuses, the other does not");
+  if (!read.ok()) {
+    if (!(read.error() == cpu_read.error())) fail("gather: different refusals");
+    return 0;
+  }
+  for (std::size_t i = 0; i < read.value().size(); ++i)
+    if (model::exact(cpu_read.value()[i]) != read.value()[i]) fail("gather: value");
 #else
   if (want.ok() &&
       !(model::unpack_row(format, model::pack_row(format, want.value())) == want.value()))
