@@ -44,7 +44,7 @@ want() { [[ $steps == *" $1 "* ]]; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
 if want suites; then
-for c in witness indexer paging compress dosa dosa_cuda; do
+for c in witness indexer paging compress dosa dosa_cuda formats_cuda; do
   step ${c}_test "$build/tests/${c}_test" || failed_tests+="$c "
 done
 checked witness step witness_props "$build/props/witness_props"
@@ -68,6 +68,8 @@ checked dosa_cuda sanitize memcheck memcheck_dosa_test "$build/tests/dosa_cuda_t
 checked dosa_cuda sanitize racecheck racecheck_dosa_test "$build/tests/dosa_cuda_test"
 RC_PARAMS=max_success=300 checked dosa_cuda sanitize memcheck memcheck_dosa_props "$build/props/dosa_cuda_props"
 RC_PARAMS=max_success=40 checked dosa_cuda sanitize racecheck racecheck_dosa_props "$build/props/dosa_cuda_props"
+checked formats_cuda sanitize memcheck memcheck_formats_test "$build/tests/formats_cuda_test"
+checked formats_cuda sanitize racecheck racecheck_formats_test "$build/tests/formats_cuda_test"
 RC_PARAMS=max_success=300 checked formats sanitize memcheck memcheck_formats_props "$build/props/formats_props" --gtest_filter='FormatsCuda.*'
 RC_PARAMS=max_success=40 checked formats sanitize racecheck racecheck_formats_props "$build/props/formats_props" --gtest_filter='FormatsCuda.*'
 RC_PARAMS=max_success=500 checked witness sanitize memcheck memcheck_witness_props "$build/props/witness_props" --gtest_filter='WitnessCuda.*'

@@ -16,6 +16,7 @@ done
 strip -o "$bundle/props/dosa_cuda_props" "$build/props/dosa_cuda_props"
 strip -o "$bundle/tests/dosa_cuda_test" "$build/tests/dosa_cuda_test"
 strip -o "$bundle/props/formats_props" "$build/props/formats_props"
+strip -o "$bundle/tests/formats_cuda_test" "$build/tests/formats_cuda_test"
 for b in "$build"/bench/*_cuda; do strip -o "$bundle/bench/$(basename "$b")" "$b"; done
 # Mutants' suites stripped and xz-compressed (two suites each, thirteen mutants
 # would pass the carry limit as they are); gpu.sh unpacks them.
