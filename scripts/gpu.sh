@@ -88,6 +88,8 @@ step indexer_scores_bench_cuda "$build/bench/indexer_scores_bench_cuda"
 cat "$out/indexer_scores_bench_cuda.log"
 step indexer_scores_torch python3 bench/indexer_scores_torch.py
 cat "$out/indexer_scores_torch.log"
+step formats_bench_cuda "$build/bench/formats_bench_cuda"
+cat "$out/formats_bench_cuda.log"
 step dosa_bench_cuda "$build/bench/dosa_bench_cuda"
 cat "$out/dosa_bench_cuda.log"
 step dosa_bench_cuda_breakeven "$build/bench/dosa_bench_cuda" breakeven
