@@ -1,11 +1,13 @@
 // Element and scale codes through CUDA's own conversions (cuda_fp8.h, cuda_fp4.h),
 // shared by the CPU backend (impl/cpu/formats.cpp, on the host) and the CUDA one
-// (impl/cuda/formats.cu, on the device): one definition of each rule.
+// (impl/cuda/formats.cu, on the device): one definition of each rule; and the
+// geometry checks both backends make first.
 #pragma once
 
 #include <cuda_fp4.h>
 #include <cuda_fp8.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -61,6 +63,17 @@ AETHER_CODES_HD inline std::uint8_t scale_byte(GroupFormat f, double amax,
                                    cudaRoundPosInf);
   const double floor = 6 * 0x1p-9;
   return encode(Element::E4M3, (amax > floor ? amax : floor) / max_element, profile);
+}
+
+// The refusals every call on a paged cache makes first, in the model's order: the
+// format, whole groups a row, the cache's length (host code, both backends).
+inline Status<FormatsError> check_geometry(const CacheGeometry& g, std::size_t bytes) {
+  namespace fe = formats_error;
+  if (g.format == CacheFormat::IndexFp8) return fe::UnsupportedFormat{g.format};
+  const std::size_t group = group_format(g.format).group;
+  if (g.dim == 0 || g.dim % group != 0) return fe::ShapeMismatch{g.dim / group * group, g.dim};
+  if (bytes != g.bytes()) return fe::ShapeMismatch{g.bytes(), bytes};
+  return Ok{};
 }
 
 }  // namespace aether::formats_codes

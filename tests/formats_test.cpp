@@ -240,6 +240,25 @@ TEST(Formats, store_refusals_leave_the_cache_untouched) {
       (FormatsError{fe::ShapeMismatch{g.bytes(), 8}}));
   EXPECT_EQ(model::gather_rows(g, fresh, std::vector<std::int32_t>{9}).error(),
             (FormatsError{fe::BadSlot{0, 9}}));
+  // the geometry checks, in order: the format, whole groups a row, the cache's length
+  const CacheGeometry index8{CacheFormat::IndexFp8, 32, 4, 2}, odd{CacheFormat::MainFp8, 40, 4, 2};
+  const std::vector<std::int32_t> none;
+  EXPECT_EQ(model::gather_rows(index8, fresh, none).error(),
+            (FormatsError{fe::UnsupportedFormat{CacheFormat::IndexFp8}}));
+  EXPECT_EQ(model::gather_rows(odd, fresh, none).error(),
+            (FormatsError{fe::ShapeMismatch{32, 40}}));
+  EXPECT_EQ(model::gather_rows(g, std::span(fresh).first(8), none).error(),
+            (FormatsError{fe::ShapeMismatch{g.bytes(), 8}}));
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+  EXPECT_EQ(
+      cpu::store_rows(g, two, std::vector<std::int32_t>{0, 1}, std::span(cache).first(8)).error(),
+      (FormatsError{fe::ShapeMismatch{g.bytes(), 8}}));
+  EXPECT_EQ(cpu::gather_rows(index8, fresh, none).error(),
+            (FormatsError{fe::UnsupportedFormat{CacheFormat::IndexFp8}}));
+  EXPECT_EQ(cpu::gather_rows(odd, fresh, none).error(), (FormatsError{fe::ShapeMismatch{32, 40}}));
+  EXPECT_EQ(cpu::gather_rows(g, std::span(fresh).first(8), none).error(),
+            (FormatsError{fe::ShapeMismatch{g.bytes(), 8}}));
+#endif
 }
 
 }  // namespace

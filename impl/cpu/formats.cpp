@@ -90,14 +90,6 @@ SectionOffsets index_block_offsets(std::size_t rows, std::size_t dim, std::size_
 }
 
 namespace {
-// The cache's format, whole groups a row, the cache's length.
-Status<FormatsError> check_geometry(const CacheGeometry& g, std::size_t bytes) {
-  if (g.format == CacheFormat::IndexFp8) return fe::UnsupportedFormat{g.format};
-  const std::size_t group = group_format(g.format).group;
-  if (g.dim == 0 || g.dim % group != 0) return fe::ShapeMismatch{g.dim / group * group, g.dim};
-  if (bytes != g.bytes()) return fe::ShapeMismatch{g.bytes(), bytes};
-  return Ok{};
-}
 // Byte offsets of slot s's data and scales (equal for main formats: one packed row).
 std::pair<std::size_t, std::size_t> slot_bytes(const CacheGeometry& g, std::size_t s) {
   const std::size_t row_bytes = cache_row_bytes(g.format, g.dim);
@@ -111,7 +103,7 @@ std::pair<std::size_t, std::size_t> slot_bytes(const CacheGeometry& g, std::size
 Status<FormatsError> store_rows(const CacheGeometry& g, std::span<const float> rows,
                                 std::span<const std::int32_t> slots,
                                 std::span<std::byte> cache_bytes, RoundingProfile profile) {
-  if (auto st = check_geometry(g, cache_bytes.size()); !st.ok()) return st;
+  if (auto st = formats_codes::check_geometry(g, cache_bytes.size()); !st.ok()) return st;
   if (rows.size() % g.dim != 0) return fe::ShapeMismatch{rows.size() / g.dim * g.dim, rows.size()};
   const std::size_t n = rows.size() / g.dim;
   if (slots.size() != n) return fe::ShapeMismatch{n, slots.size()};
@@ -146,7 +138,7 @@ Status<FormatsError> store_rows(const CacheGeometry& g, std::span<const float> r
 Result<std::vector<double>, FormatsError> gather_rows(const CacheGeometry& g,
                                                       std::span<const std::byte> cache_bytes,
                                                       std::span<const std::int32_t> slots) {
-  if (auto st = check_geometry(g, cache_bytes.size()); !st.ok()) return st.error();
+  if (auto st = formats_codes::check_geometry(g, cache_bytes.size()); !st.ok()) return st.error();
   for (std::size_t j = 0; j < slots.size(); ++j)
     if (slots[j] < -1 || slots[j] >= std::int64_t(g.slots())) return fe::BadSlot{j, slots[j]};
   std::vector<double> out(slots.size() * g.dim, 0.0);

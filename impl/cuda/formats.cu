@@ -139,15 +139,6 @@ unsigned blocks_for(std::size_t n) {
   return unsigned(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, 4096));
 }
 
-// The format, whole groups a row, the cache's length (model order).
-Status<FormatsError> check_geometry(const CacheGeometry& g, std::size_t bytes) {
-  if (g.format == CacheFormat::IndexFp8) return fe::UnsupportedFormat{g.format};
-  const std::size_t group = group_format(g.format).group;
-  if (g.dim == 0 || g.dim % group != 0) return fe::ShapeMismatch{g.dim / group * group, g.dim};
-  if (bytes != g.bytes()) return fe::ShapeMismatch{g.bytes(), bytes};
-  return Ok{};
-}
-
 Layout layout_of(const CacheGeometry& g) {
   return {g.format,         group_format(g.format),           g.dim,
           g.rows_per_block, cache_row_bytes(g.format, g.dim), g.slots()};
@@ -170,7 +161,7 @@ Status<FormatsError> store_rows(const CacheGeometry& cache, device_span<const fl
                                 device_span<const std::int32_t> slots,
                                 device_span<std::byte> cache_bytes, RoundingProfile profile,
                                 Stream stream) {
-  if (auto st = check_geometry(cache, cache_bytes.size()); !st.ok()) return st;
+  if (auto st = formats_codes::check_geometry(cache, cache_bytes.size()); !st.ok()) return st;
   if (rows.size() % cache.dim != 0)
     return fe::ShapeMismatch{rows.size() / cache.dim * cache.dim, rows.size()};
   const std::size_t n = rows.size() / cache.dim;
@@ -203,7 +194,7 @@ Status<FormatsError> gather_rows(const CacheGeometry& cache,
                                  device_span<const std::byte> cache_bytes,
                                  device_span<const std::int32_t> slots, device_span<double> out,
                                  Stream stream) {
-  if (auto st = check_geometry(cache, cache_bytes.size()); !st.ok()) return st;
+  if (auto st = formats_codes::check_geometry(cache, cache_bytes.size()); !st.ok()) return st;
   const std::size_t m = slots.size();
   if (out.size() != m * cache.dim) return fe::ShapeMismatch{m * cache.dim, out.size()};
   if (m == 0) return Ok{};
