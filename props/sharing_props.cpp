@@ -65,14 +65,17 @@ AETHER_PROP(Sharing, valid_maps_are_accepted_and_accounted, "L0", ()) {
             want);
 }
 
-// Every layer's object comes from an owner at or before it that computed its own,
-// and a finer map's owner lies in the same coarser segment as the layer.
+// Every layer's object comes from the first layer of its segment (the generator's
+// starts: an owner at or before it that computed its own), and a finer map's owner
+// lies in the same coarser segment as the layer.
 AETHER_PROP(Sharing, reads_resolve_to_an_owner_computed_earlier, "L0", ()) {
   const props::SharingCase c = *props::gen_valid_sharing();
   RC_ASSERT(model::check_sharing(c.layers, c.maps).ok());
   for (std::size_t m = 0; m < kSharedObjects; ++m)
-    for (std::size_t l = 0; l < c.layers.size(); ++l) {
+    for (std::size_t l = 0, start = 0; l < c.layers.size(); ++l) {
+      if (c.starts[m][l]) start = l;
       const std::size_t o = model::owner(c.maps, SharedObject(m), l);
+      RC_ASSERT(o == start);
       RC_ASSERT(o <= l);
       RC_ASSERT(model::owner(c.maps, SharedObject(m), o) == o);
       if (m > 0)
