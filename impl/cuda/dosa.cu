@@ -263,11 +263,7 @@ Status<DosaError> dosa_bounds(device_span<const std::uint16_t> query,
   AETHER_TRY(launch_index_scores(device_span<const std::uint16_t>(rows, width * dim),
                                  device_span<const float>(device_plans.screen_weights, width), 1,
                                  keys, {}, 0, device_span<float>(p, count), stream));
-  ScreenTerms host_terms;
-  AETHER_TRY(
-      cudaMemcpyAsync(&host_terms, terms, sizeof host_terms, cudaMemcpyDeviceToHost, stream));
-  AETHER_TRY(cudaStreamSynchronize(stream));
-  AETHER_TRY(key_bounds(p, count, host_terms, norms, scales, out.data(), stream));
+  AETHER_TRY(key_bounds(p, count, terms, norms, scales, out.data(), stream));
   AETHER_TRY(cudaStreamSynchronize(stream));
   return Ok{};
 }

@@ -264,11 +264,11 @@ __global__ void screen_kernel(const float* p, std::size_t stride, std::size_t co
   }
 }
 
-__global__ void bounds_kernel(const float* p, std::size_t count, ScreenTerms terms,
+__global__ void bounds_kernel(const float* p, std::size_t count, const ScreenTerms* terms,
                               const double* norms, const float* scales, double* out) {
   for (std::size_t j = blockIdx.x * std::size_t(kThreads) + threadIdx.x; j < count;
        j += std::size_t(gridDim.x) * kThreads)
-    out[j] = dosa_screen::bound_of(terms, p[j], norms[j], double(scales[j]));
+    out[j] = dosa_screen::bound_of(*terms, p[j], norms[j], double(scales[j]));
 }
 
 }  // namespace
@@ -327,8 +327,8 @@ cudaError_t screen_keys(const float* p, std::size_t stride, std::size_t count,
                                                scales, is_seed, list, counts);
   return cudaGetLastError();
 }
-cudaError_t key_bounds(const float* p, std::size_t count, ScreenTerms terms, const double* norms,
-                       const float* scales, double* out, cudaStream_t stream) {
+cudaError_t key_bounds(const float* p, std::size_t count, const ScreenTerms* terms,
+                       const double* norms, const float* scales, double* out, cudaStream_t stream) {
   bounds_kernel<<<blocks_for(count), kThreads, 0, stream>>>(p, count, terms, norms, scales, out);
   return cudaGetLastError();
 }

@@ -69,9 +69,9 @@ cudaError_t screen_keys(const float* p, std::size_t stride, std::size_t count,
                         std::size_t query_count, const ScreenTerms* terms, const float* tau,
                         const double* norms, const float* scales, const std::uint8_t* is_seed,
                         std::int32_t* list, std::int32_t* counts, cudaStream_t stream);
-// out[j] = U of key j for one query's screen values p.
-cudaError_t key_bounds(const float* p, std::size_t count, ScreenTerms terms, const double* norms,
-                       const float* scales, double* out, cudaStream_t stream);
+// out[j] = U of key j for one query's screen values p and its terms (device memory).
+cudaError_t key_bounds(const float* p, std::size_t count, const ScreenTerms* terms,
+                       const double* norms, const float* scales, double* out, cudaStream_t stream);
 
 // The candidates of a query: its seeds' top-K (lanes into the ascending seed ids)
 // and its survivors (list [T, list_stride], their scores [T, score_stride]) scoring
