@@ -345,4 +345,21 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
   return out;
 }
 
+std::set<std::size_t> entries_a_refusal_may_change(std::span<const CompressRequest> requests,
+                                                   const CompressShape& shape, bool decode) {
+  const std::int64_t r = shape.ratio, S = std::int64_t(shape.ring);
+  std::set<std::size_t> may_change;
+  for (const CompressRequest& q : requests) {
+    const std::int64_t s = q.start, e = q.start + q.tokens;
+    const auto entry_of = [&](std::int64_t p) {
+      return std::size_t(q.state_slot) * std::size_t(S) + std::size_t(p % S);
+    };
+    std::set<std::size_t> pending;
+    for (std::int64_t p = s / r * r; p < s; ++p) pending.insert(entry_of(p));
+    for (std::int64_t p = decode ? s : std::max(s, e - S); p < e; ++p)
+      if (!pending.contains(entry_of(p))) may_change.insert(entry_of(p));
+  }
+  return may_change;
+}
+
 }  // namespace aether::model

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -107,6 +108,19 @@ std::vector<std::vector<Interval>> whole_sequence_rows(std::span<const Position>
 // non-finite projected value, else the lowest non-finite old ring entry a request
 // reads), then each request's ring rebuilt from the buffer (every entry, length =
 // start) and stepped by prefill or decode. Returns the rows and the ring after.
+// The ring entries, as slot * S + entry, a call refused for its data (NaN/inf
+// found while it reads) may leave changed (SPEC section 3): for each request the
+// entries p mod S of the positions the step writes (decode: [s, s + q); prefill:
+// [max(s, e - S), e)), less the entries of its pending inputs [r floor(s/r), s),
+// which every continuation from s reads. Every other entry of the slot holds a
+// position below r floor(s/r), which no continuation reads again, or one at or past
+// s, which a continuation writes before it reads; but the set is kept to what the
+// step writes, so that a backend changing anything else is caught. Decode's pending
+// entries never meet its writes (S >= r + qmax - 1); a prefill chunk of more than
+// S - (s mod r) positions lands on them.
+std::set<std::size_t> entries_a_refusal_may_change(std::span<const CompressRequest> requests,
+                                                   const CompressShape& shape, bool decode);
+
 struct BatchResult {
   std::vector<Row> rows;
   std::vector<float> ring;

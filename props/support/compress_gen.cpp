@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ostream>
 #include <random>
+#include <sstream>
 
 namespace aether::props {
 
@@ -139,6 +140,39 @@ std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape
                run.ring.begin() + std::ptrdiff_t(at + width));
   }
   return out;
+}
+
+std::string ring_report(std::span<const float> expected, std::span<const float> actual,
+                        const CompressShape& shape, const std::set<std::size_t>& skip) {
+  std::ostringstream os;
+  if (expected.size() != actual.size()) {
+    os << "ring: " << actual.size() << " floats, expected " << expected.size();
+    return os.str();
+  }
+  // a refused shape (D or S zero) has no entries: its floats are named by index
+  const bool entries = shape.dim > 0 && shape.ring > 0;
+  const std::size_t D = entries ? shape.dim : 1, width = 2 * D, S = entries ? shape.ring : 1;
+  std::vector<std::size_t> differ;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (!skip.contains(i / width) &&
+        std::bit_cast<std::uint32_t>(expected[i]) != std::bit_cast<std::uint32_t>(actual[i]))
+      differ.push_back(i);
+  if (differ.empty()) return {};
+  os << "ring: " << differ.size() << " floats differ\n";
+  for (std::size_t k = 0; k < differ.size(); ++k) {
+    if (k == 4 && differ.size() > 8) {
+      os << "  ...\n";
+      k = differ.size() - 4;
+    }
+    const std::size_t i = differ[k], entry = i / width, c = i % width;
+    if (entries)
+      os << "  slot " << entry / S << " entry " << entry % S << " " << (c < D ? "score" : "latent")
+         << " channel " << c % D;
+    else
+      os << "  float " << i;
+    os << ": expected " << expected[i] << ", actual " << actual[i] << "\n";
+  }
+  return os.str();
 }
 
 void showValue(const BatchCall& c, std::ostream& os) {

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "api/compress.hpp"
@@ -66,6 +68,13 @@ std::vector<model::Position> model_positions(const Sequence& seq);
 // The ring entries holding positions [first, last) of slot 0, as the impl left them.
 std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape,
                                   std::int64_t first, std::int64_t last);
+
+// The one comparison of two rings ([slots, S, 2, D] floats, compared as bits, so
+// -0 and NaN payloads count): empty when equal outside `skip` (entry numbers
+// slot * S + entry), else each differing float by slot, entry, channel (score or
+// latent, d) and both values, the first and last few of them.
+std::string ring_report(std::span<const float> expected, std::span<const float> actual,
+                        const CompressShape& shape, const std::set<std::size_t>& skip = {});
 
 // A random batch call (prefill or decode) on a random ring: a few requests (now and
 // then a duplicate or out-of-range slot, a negative start), NaN now and then in
