@@ -36,10 +36,33 @@ constexpr std::size_t state_payload_bytes(std::size_t ring, std::size_t dim) {
   return ring * 2 * dim * 4;
 }
 
-// S >= r + qmax - 1: the r - 1 old inputs of a pending group survive qmax new writes.
-constexpr bool ring_capacity_ok(std::size_t ring, std::int64_t ratio, std::int64_t qmax) {
-  return std::int64_t(ring) >= ratio + qmax - 1;
+// The smallest ring a step of at most qmax new positions needs: decode r + qmax - 1
+// (the r - 1 old inputs of a pending group survive qmax new writes, docs/compress.md
+// proves it and that one less fails), prefill r (a group's inputs are in the ring or
+// the chunk; the chunk keeps its last S positions).
+constexpr std::int64_t ring_needed(std::int64_t ratio, std::int64_t qmax, bool decode) {
+  return decode ? ratio + qmax - 1 : ratio;
 }
+constexpr bool ring_capacity_ok(std::size_t ring, std::int64_t ratio, std::int64_t qmax) {
+  return std::int64_t(ring) >= ring_needed(ratio, qmax, true);
+}
+
+#if defined(__CUDACC__)
+#define AETHER_RING_HD __host__ __device__
+#else
+#define AETHER_RING_HD
+#endif
+// The float index of the entry holding position p of state slot `slot` in a ring of
+// S entries of `width` = 2 D floats: entry p mod S. Positions are below 2^31 (calls
+// refuse more), so the remainder is taken in 32 bits where S allows: on the GPU a
+// 64-bit remainder is a hundred-odd instructions.
+AETHER_RING_HD constexpr std::size_t ring_entry_offset(std::int64_t slot, std::int64_t p,
+                                                       std::size_t S, std::size_t width) {
+  const std::size_t within =
+      S > 0x7fffffffu ? std::size_t(p) : std::size_t(std::uint32_t(p) % std::uint32_t(S));
+  return (std::size_t(slot) * S + within) * width;
+}
+#undef AETHER_RING_HD
 
 // Completed rows of a chunk [s, e): nc = floor(e / r) - floor(s / r).
 constexpr std::int64_t completed_in_chunk(std::int64_t start, std::int64_t end,
@@ -72,10 +95,15 @@ struct RingTooSmall {
   std::int64_t needed;
   friend bool operator==(const RingTooSmall&, const RingTooSmall&) = default;
 };
-// NaN or an infinity among the inputs (0: projected, flat index) or among the old
-// ring entries the step reads (1: ring, flat index).
+// Where a non-finite value was found: the step's projected inputs, or the old ring
+// entries it reads.
+enum class Input { Projected, Ring };
+inline std::ostream& operator<<(std::ostream& os, Input input) {
+  return os << (input == Input::Projected ? "projected" : "ring");
+}
+// NaN or an infinity in `input` at flat index `index`.
 struct NonFiniteInput {
-  int input;
+  Input input;
   std::size_t index;
   friend bool operator==(const NonFiniteInput&, const NonFiniteInput&) = default;
 };

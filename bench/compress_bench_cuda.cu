@@ -1,16 +1,14 @@
 // GPU timing of C2 compression (r 2, D 512, ring 7): prefill of requests x chunk
 // tokens and a speculative decode step of 6 positions per request, each the whole
-// call (metadata upload, validation, verdict, kernels), the queued call back to
-// back (its verdict left on the device) and the queued call in a CUDA graph,
-// against a device copy of the projected input in the same run (SPEC section 4:
-// at least 70% of copy bandwidth). Effective bandwidth counts the bytes the step
-// must move: projected read, rows written, ring entries read and written. Calls
-// and copies rotate through input sets that together exceed the L2 four times, so
-// small calls are timed from DRAM, not from what the last call left in L2. The same
-// run times the contract's floor: every input read (the check before any write),
-// then the ring's entries copied and the rows written (decode reading its inputs
-// again), at the device's own rates.
-// Checked against the CPU first.
+// call (metadata, kernels, verdict), the queued call back to back (its verdict left
+// on the device) and the queued call in a CUDA graph, against a device copy in the
+// same run (SPEC section 4: at least 80% of copy bandwidth for every call whose copy
+// of the same bytes takes at least 10 us; smaller calls are launch-bound, their
+// graph times shown beside the copy and an empty kernel's graph time). Effective
+// bandwidth counts the bytes the step must move: projected read, rows written, ring
+// entries read and written. Calls and copies rotate through input sets that
+// together exceed the L2 four times, so small calls are timed from DRAM, not from
+// what the last call left in L2. Checked against the CPU first.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -55,6 +53,8 @@ bool parse_case(const std::string& arg, Case& c) {
   return requests > 0 && c.start >= 0 && *end == '\0' && end != arg.c_str() + colon + 1;
 }
 
+__global__ void empty_kernel() {}
+
 int main(int argc, char** argv) {
   std::vector<Case> cases{{"prefill", false, 8, 512, 0},  {"prefill", false, 32, 512, 1},
                           {"prefill", false, 64, 512, 1}, {"prefill", false, 128, 512, 1},
@@ -78,9 +78,6 @@ int main(int argc, char** argv) {
   bool ok = true;
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
-  int sms = 0, *d_sink = nullptr;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
-  check(cudaMalloc(&d_sink, sizeof(int)), "malloc");
   for (const Case& c : cases) {
     const CompressShape shape{2, 512, 7, c.requests};
     const std::size_t width = 2 * shape.dim;
@@ -190,31 +187,12 @@ int main(int argc, char** argv) {
     const double ring_read = double(c.requests * std::size_t(c.start % shape.ratio)) * entry;
     const double moved =
         double(projected.size()) * 4 + double(rows) * shape.dim * 2 + ring_written + ring_read;
-    // The step under its contract (nothing written before every input is checked)
-    // at best: as many bytes as the old entries and `projected` read once (the
-    // check; prefill computes its rows there), then the ring's new entries copied
-    // and the rows written (decode reads the old entries and `projected` again to do
-    // so), each at the device's own rate for a contiguous pattern, with no
-    // arithmetic: a bound from above for any step that checks before it writes.
-    const auto checked_then_written_on = [&](cudaStream_t on) {
-      const Set& s = next_set();
-      const auto read = [&](const float* p, double bytes) {
-        if (bytes > 0)
-          read_only<<<sms * 8, 256, 0, on>>>(reinterpret_cast<const int4*>(p),
-                                             std::size_t(bytes) / 16, d_sink);
-      };
-      read(s.ring, ring_read);
-      read(s.projected, double(projected.size()) * 4);
-      if (c.decode) read(s.ring, ring_read);
-      check(cudaMemcpyAsync(s.copy, s.projected, std::size_t(ring_written),
-                            cudaMemcpyDeviceToDevice, on),
-            "copy");
-      check(cudaMemsetAsync(s.rows, 0, rows * shape.dim * 2, on), "memset");
-    };
-    const float t_floor = median_us(stream, [&] { checked_then_written_on(stream); });
-    const float t_floor_graph = graph_us(
-        stream, [&] { checked_then_written_on(stream); }, sets.size());
+    // An empty kernel in a graph: the floor of any one-kernel call.
+    const float t_empty = graph_us(
+        stream, [&] { empty_kernel<<<1, 32, 0, stream>>>(); }, sets.size());
     const double copy_bw = 2.0 * double(projected.size()) * 4 / t_copy, ours = moved / t_call;
+    const double same_bytes_copy = moved / copy_bw;  // us: the bar applies from 10
+    const bool bar = same_bytes_copy >= 10;
     std::printf(
         "%s %zu x %d tokens (%.1f MiB in, %zu input sets): %.1f us, %.2f TB/s effective; copy %.1f "
         "us (%.2f TB/s); %.0f%% of copy bandwidth; host wall time per call %.1f us; queued %.1f "
@@ -222,13 +200,13 @@ int main(int argc, char** argv) {
         c.name.c_str(), c.requests, c.tokens, projected.size() * 4 / 1048576.0, sets.size(), t_call,
         ours / 1e6, t_copy, copy_bw / 1e6, 100 * ours / copy_bw, t_host, t_queued,
         100 * moved / t_queued / copy_bw, t_graph, 100 * moved / t_graph / copy_bw);
-    std::printf(
-        "  checked before written, at best (every input read, then the ring's new entries copied "
-        "and the rows "
-        "written%s; not a valid step): queued %.1f us, %.0f%%; graph %.1f us, %.0f%% of copy "
-        "bandwidth\n",
-        c.decode ? ", the inputs read again" : "", t_floor, 100 * moved / t_floor / copy_bw,
-        t_floor_graph, 100 * moved / t_floor_graph / copy_bw);
+    std::printf("  a copy of the same bytes takes %.1f us: %s; empty-kernel graph %.1f us\n",
+                same_bytes_copy,
+                !bar ? "launch-bound, no ratio bar"
+                : 100 * moved / t_queued / copy_bw >= 80 && 100 * moved / t_graph / copy_bw >= 80
+                    ? "bar (80% queued and in a graph) met"
+                    : "bar (80% queued and in a graph) NOT met",
+                t_empty);
     for (const Set& s : sets)
       for (void* p : {(void*)s.projected, (void*)s.ring, (void*)s.copy, (void*)s.rows,
                       (void*)s.index, (void*)s.positions})
@@ -236,7 +214,6 @@ int main(int argc, char** argv) {
     cudaFree(d_verdict);
   }
   cudaStreamDestroy(stream);
-  cudaFree(d_sink);
   std::printf(ok ? "compress_bench_cuda: GPU rows and ring matched the CPU backend\n"
                  : "compress_bench_cuda: FAILED correctness check\n");
   return ok ? 0 : 1;

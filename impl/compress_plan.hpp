@@ -70,7 +70,7 @@ inline std::variant<CompressPlan, CompressError> plan_call(
   if (rows != plan.rows * shape.dim) return ce::ShapeMismatch{plan.rows * shape.dim, rows};
   if (row_index != plan.rows) return ce::ShapeMismatch{plan.rows, row_index};
   if (positions != plan.rows) return ce::ShapeMismatch{plan.rows, positions};
-  const std::int64_t needed = step == Step::Decode ? shape.ratio + qmax - 1 : shape.ratio;
+  const std::int64_t needed = ring_needed(shape.ratio, qmax, step == Step::Decode);
   if (std::int64_t(shape.ring) < needed) return ce::RingTooSmall{shape.ring, needed};
   return plan;
 }

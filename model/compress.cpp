@@ -301,10 +301,10 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
         std::pair{shape.state_slots * S * width, ring.size()}, std::pair{rows * D, rows_len},
         std::pair{rows, row_index_len}, std::pair{rows, positions_len}})
     if (expected != actual) return ce::ShapeMismatch{expected, actual};
-  if (const std::int64_t needed = decode ? r + qmax - 1 : r; std::int64_t(S) < needed)
+  if (const std::int64_t needed = ring_needed(r, qmax, decode); std::int64_t(S) < needed)
     return ce::RingTooSmall{S, needed};
   for (std::size_t i = 0; i < projected.size(); ++i)
-    if (!std::isfinite(projected[i])) return ce::NonFiniteInput{0, i};
+    if (!std::isfinite(projected[i])) return ce::NonFiniteInput{ce::Input::Projected, i};
   std::optional<std::size_t> first_bad;
   for (const CompressRequest& q : requests) {
     if ((q.start + q.tokens) / r == q.start / r) continue;  // completes nothing: reads nothing old
@@ -314,7 +314,7 @@ Result<BatchResult, CompressError> compress_batch(std::span<const CompressReques
         if (!std::isfinite(ring[at]) && (!first_bad || at < *first_bad)) first_bad = at;
       }
   }
-  if (first_bad) return ce::NonFiniteInput{1, *first_bad};
+  if (first_bad) return ce::NonFiniteInput{ce::Input::Ring, *first_bad};
 
   BatchResult out{{}, std::vector<float>(ring.begin(), ring.end())};
   out.rows.reserve(rows);

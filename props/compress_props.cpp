@@ -108,7 +108,7 @@ Schedule gen_schedule(std::size_t n, std::int64_t qmax) {
 AETHER_PROP(CompressModel, any_verify_schedule_gives_the_accepted_sequences_rows, "model", ()) {
   const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
                      qmax = *gen::inRange<std::int64_t>(1, 7);
-  const std::size_t S = std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3));
+  const std::size_t S = std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3));
   const std::size_t n = *gen::inRange<std::size_t>(0, 16), dim = 1;
   const auto in = weighted_positions(n, dim);
   const Schedule schedule = gen_schedule(n, qmax);
@@ -291,8 +291,8 @@ void rollbacks_agree(const props::CompressBackend& backend) {
                      qmax = *gen::inRange<std::int64_t>(1, 7);
   const std::size_t dim = *gen::element<std::size_t>(1, 2, 3, 4, 8),
                     n = *gen::inRange<std::size_t>(0, 24);
-  const CompressShape shape{r, dim, std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3)),
-                            1};
+  const CompressShape shape{
+      r, dim, std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3)), 1};
   const props::Sequence seq = *props::gen_float_sequence(n, dim);
   const Schedule schedule = gen_schedule(n, qmax);
   std::vector<props::VerifyStep> steps;

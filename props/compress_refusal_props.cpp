@@ -94,9 +94,7 @@ std::vector<float> live_entries(const std::vector<float>& ring, const CompressSh
   const std::size_t width = 2 * shape.dim;
   std::vector<float> out;
   for (std::int64_t p = length / shape.ratio * shape.ratio; p < length; ++p) {
-    const auto at =
-        ring.begin() +
-        std::ptrdiff_t((std::size_t(slot) * shape.ring + std::size_t(p) % shape.ring) * width);
+    const auto at = ring.begin() + std::ptrdiff_t(ring_entry_offset(slot, p, shape.ring, width));
     out.insert(out.end(), at, at + std::ptrdiff_t(width));
   }
   return out;
@@ -131,7 +129,7 @@ void a_data_refusal_leaves_every_continuation_unchanged(const props::CompressBac
                      qmax = *gen::inRange<std::int64_t>(1, 7);
   const bool decode = *gen::arbitrary<bool>();
   CompressShape shape{r, gen_dim(), 0, *gen::inRange<std::size_t>(1, 4)};
-  shape.ring = std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3));
+  shape.ring = std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3));
   std::vector<std::int32_t> slots(shape.state_slots);
   for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = std::int32_t(i);
   std::mt19937 rng(*gen::arbitrary<std::uint32_t>());
@@ -153,7 +151,7 @@ void a_data_refusal_leaves_every_continuation_unchanged(const props::CompressBac
     const CompressRequest& q = requests[0];
     if (completed_in_chunk(q.start, q.start + q.tokens, r) > 0 && q.start % r != 0) {
       const std::int64_t p = *gen::inRange(q.start / r * r, q.start);
-      ring[(std::size_t(q.state_slot) * shape.ring + std::size_t(p) % shape.ring) * 2 * shape.dim +
+      ring[ring_entry_offset(q.state_slot, p, shape.ring, 2 * shape.dim) +
            *gen::inRange<std::size_t>(0, 2 * shape.dim)] = NAN;
     }
   }
@@ -204,8 +202,8 @@ void a_verify_batch_equals_its_accepted_positions_one_at_a_time(
     const props::CompressBackend& backend) {
   const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
                      qmax = *gen::inRange<std::int64_t>(1, 7);
-  const CompressShape shape{r, gen_dim(),
-                            std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3)), 1};
+  const CompressShape shape{
+      r, gen_dim(), std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3)), 1};
   const std::int64_t start = *gen::inRange<std::int64_t>(0, 14);
   const std::size_t q = *gen::inRange<std::size_t>(1, std::size_t(qmax) + 1);
   const std::size_t accepted = *gen::inRange<std::size_t>(0, q + 1);
@@ -242,8 +240,8 @@ AETHER_PROP(CompressCpu, a_verify_batch_equals_its_accepted_positions_one_at_a_t
 void rollback_then_replay_equals_never_rolling_back(const props::CompressBackend& backend) {
   const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
                      qmax = *gen::inRange<std::int64_t>(1, 7);
-  const CompressShape shape{r, gen_dim(),
-                            std::size_t(r + qmax - 1 + *gen::inRange<std::int64_t>(0, 3)), 1};
+  const CompressShape shape{
+      r, gen_dim(), std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3)), 1};
   const std::int64_t start = *gen::inRange<std::int64_t>(0, 14);
   const std::size_t q = *gen::inRange<std::size_t>(1, std::size_t(qmax) + 1);
   const std::size_t accepted = *gen::inRange<std::size_t>(0, q + 1);

@@ -9,17 +9,17 @@ cd "$(dirname "$0")/.."
 build=${1:-build/default}
 bundle=${2:-build/gpu}
 rm -rf "$bundle" && mkdir -p "$bundle/tests" "$bundle/props" "$bundle/bench"
-for c in witness indexer paging compress dosa; do
-  strip -o "$bundle/tests/${c}_test" "$build/tests/${c}_test"
-  strip -o "$bundle/props/${c}_props" "$build/props/${c}_props"
+# AETHER_BUNDLE_ONLY=STEM keeps one component's suites and benchmark (a smaller carry)
+only=${AETHER_BUNDLE_ONLY:-}
+keep() { [[ -z $only || $(basename "$1") == "$only"* ]]; }
+for f in "$build"/tests/{witness,indexer,paging,compress,compress_cuda,dosa,dosa_cuda,formats_cuda}_test \
+         "$build"/props/{witness,indexer,paging,compress,compress_refusal,dosa,dosa_cuda,formats}_props \
+         "$build"/bench/*_cuda; do
+  keep "$f" || continue
+  strip -o "$bundle/${f#"$build"/}" "$f"
 done
-strip -o "$bundle/props/dosa_cuda_props" "$build/props/dosa_cuda_props"
-strip -o "$bundle/tests/dosa_cuda_test" "$build/tests/dosa_cuda_test"
-strip -o "$bundle/props/formats_props" "$build/props/formats_props"
-strip -o "$bundle/tests/formats_cuda_test" "$build/tests/formats_cuda_test"
-for b in "$build"/bench/*_cuda; do strip -o "$bundle/bench/$(basename "$b")" "$b"; done
-# Mutants' suites stripped and xz-compressed (two suites each, thirteen mutants
-# would pass the carry limit as they are); gpu.sh unpacks them.
+# Mutants' suites stripped and xz-compressed (a component's suites each, a dozen
+# mutants would pass the carry limit as they are); gpu.sh unpacks them.
 for m in "$build"/mutants/*/; do
   [ -d "$m" ] || continue
   mkdir -p "$bundle/mutants/$(basename "$m")"

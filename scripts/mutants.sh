@@ -20,6 +20,13 @@ check_only=${AETHER_MUTANT_CHECK:-}
 names=${AETHER_MUTANT_NAMES:-.}
 survivors=0
 
+# A component's suites: its props and test binaries, the CUDA ones and the
+# contract's included (STEM_props, STEM_cuda_test, STEM_refusal_props, ...).
+suites_of() {
+  ls "$build"/props/"$1"_props "$build"/props/"$1"_*_props "$build"/tests/"$1"_test \
+    "$build"/tests/"$1"_*_test 2>/dev/null
+}
+
 backup=""
 # Breaks FILE with the sed EXPR and rebuilds COMPONENT's suites; non-zero (and
 # counted) when the expression no longer applies or the result does not build.
@@ -36,9 +43,8 @@ break_and_build() {  # break_and_build COMPONENT NAME FILE EXPR
   elif [ -n "$check_only" ]; then
     echo "mutant $name: applies"
     return 1
-  elif ! cmake --build "$build" --target "${component}_props" "${component}_test" \
-      $([ -e "$build/props/${component}_cuda_props" ] && echo "${component}_cuda_props" \
-        "${component}_cuda_test") >/dev/null 2>&1; then
+  elif ! cmake --build "$build" --target $(suites_of "$component" | xargs -n1 basename) \
+      >/dev/null 2>&1; then
     echo "mutant $name: does not build"
   else
     return 0
@@ -53,11 +59,7 @@ cuda_mutant() {  # cuda_mutant COMPONENT NAME FILE SED-EXPRESSION: built only wh
   [[ ( -n $stage || -n $check_only ) && $only == *" $component "* ]] || return 0
   if break_and_build "$@"; then
     mkdir -p "$stage/$name"
-    # a component whose CUDA suites are their own (STEM_cuda_props, STEM_cuda_test) stages those
-    local suites=("$build/props/${component}_props" "$build/tests/${component}_test")
-    [ -e "$build/props/${component}_cuda_props" ] &&
-      suites=("$build/props/${component}_cuda_props" "$build/tests/${component}_cuda_test")
-    cp "${suites[@]}" "$stage/$name/"
+    cp $(suites_of "$component") "$stage/$name/"
     echo "mutant $name: staged in $stage/$name"
   fi
   restore "$file"
@@ -67,8 +69,9 @@ mutant() {  # mutant COMPONENT NAME FILE SED-EXPRESSION
   local component=$1 name=$2 file=$3 failed
   [[ -z $stage && $only == *" $component "* ]] || return 0
   if break_and_build "$@"; then
-    failed=$( { RC_PARAMS=max_success=10000 "$build/props/${component}_props" --gtest_brief=1
-                "$build/tests/${component}_test" --gtest_brief=1; } 2>&1 | grep -c '^\[  FAILED  \] [A-Z].*(')
+    failed=$(for suite in $(suites_of "$component"); do
+               RC_PARAMS=max_success=10000 "$suite" --gtest_brief=1
+             done 2>&1 | grep -c '^\[  FAILED  \] [A-Z].*(')
     if [ "$failed" -gt 0 ]; then echo "mutant $name: killed by $failed failing tests"
     else echo "mutant $name: SURVIVED"; survivors=$((survivors + 1)); fi
   fi
@@ -260,9 +263,9 @@ mutant compress model-ring-keeps-one-less model/compress.cpp \
 mutant compress cpu-placeholder-missing impl/cpu/compress.cpp \
   's|      if (out == plan.row_offset\[i\]) write_row(c, out, -1, read);  // placeholder||'
 mutant compress cpu-ring-slot-shifted impl/cpu/compress.cpp \
-  's|(std::size_t(q.state_slot) \* S + std::size_t(p) % S) \* width, from|(std::size_t(q.state_slot) * S + std::size_t(p + 1) % S) * width, from|'
-mutant compress impl-capacity-one-short impl/compress_plan.hpp \
-  's|step == Step::Decode ? shape.ratio + qmax - 1 : shape.ratio|step == Step::Decode ? shape.ratio + qmax - 2 : shape.ratio|'
+  's|ring_entry_offset(q.state_slot, p, S, width), from|ring_entry_offset(q.state_slot, p + 1, S, width), from|'
+mutant compress api-capacity-one-short api/compress.hpp \
+  's|  return decode ? ratio + qmax - 1 : ratio;|  return decode ? ratio + qmax - 2 : ratio;|'
 mutant compress math-denominator-counts-positions impl/compress_math.hpp 's|    den += e;|    den += 1.0f;|'
 mutant compress math-exp-drops-ln2-low-part impl/compress_math.hpp 's|  f = fmaf(k, 2.12194440e-4f, f);||'
 mutant compress math-exp-rounds-the-product-twice impl/compress_math.hpp \
@@ -273,6 +276,8 @@ mutant compress cpu-bf16-eight-lanes-packed-wrong impl/cpu/compress.cpp \
   's|_mm256_permute4x64_epi64(packed, 0x08)|_mm256_permute4x64_epi64(packed, 0x00)|'
 mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
   's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
+mutant compress model-refusal-may-change-pending-inputs model/compress.cpp \
+  's|      if (!pending.contains(entry_of(p))) may_change.insert(entry_of(p));|      may_change.insert(entry_of(p));|'
 mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
@@ -286,15 +291,17 @@ mutant compress impl-ring-size-checked-before-requests impl/compress_plan.hpp \
 mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
   's|^  if (bad != c.projected.end())$|  if (bad != c.projected.end() \&\& false)|'
 
-# CUDA (run by scripts/gpu.sh): the pending positions a prefill checks, a queued
-# call's verdict not reset, a prefill's ring keeping one position less, the index a
-# 16-byte group reports, the rows computed with the previous chunk's latents (the
-# prefetched ones dropped), a call captured in a graph copying its requests from the
-# pinned mirror later calls reuse (or storing only the first piece of them), a table
-# of 8 or 16 KiB stored short of its last 16 bytes, the
-# streamed pair rows reading the stage after their own, the commit dropping a staged
-# line from L2 before its lanes read it, decode leaving a
-# position whose group completes just past the step out of the ring; the bits the top-k's
+# CUDA (run by scripts/gpu.sh): compression's prefill writing the ring entries of its
+# pending inputs before its rows read them, or on a refused call; the checked copies
+# or the old ring entries left unchecked; the index a 16-byte group reports; a
+# prefill's ring keeping one position less; a ring entry one position off; the
+# verdict not reset; the rows computed with the previous chunk's latents (the
+# prefetched ones dropped); a call captured in a graph copying its requests from the
+# pinned mirror later calls reuse (or storing only the first piece of them, or not
+# waiting for the pieces on other streams); a table of 8 or 16 KiB stored short of
+# its last 16 bytes; the streamed pair rows reading the stage after their own or
+# skipping a row's last chunk; decode leaving a position whose group completes just
+# past the step out of the ring; the warp's table search overshooting; the bits the top-k's
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
 # appends one place off, rows left to the one-block method not counted, a queued
@@ -303,56 +310,44 @@ mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
 # skipping its last quad (or its last quad in shared memory), the one-pass
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
-cuda_mutant compress cuda-pending-unchecked impl/cuda/compress.cu \
-  's|    if (from < to)$|    if (false)|'
-cuda_mutant compress cuda-pending-skips-a-request-s-last-piece impl/cuda/compress.cu \
-  's|    if (from < to)$|    if (from + 128 < to)|'
-cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress.cu \
-  's|      check_run<8>(in.at, g.width, in.index, error, lane);||'
-cuda_mutant compress cuda-rows-not-waiting-for-the-side-stream impl/cuda/compress.cu \
-  's|    if (failure == 0) failure = join_side(stream);||'
-cuda_mutant compress cuda-side-stream-skips-the-old-entries impl/cuda/compress.cu \
-  's|      validate<false, true><<<|      validate<false, false><<<|'
-cuda_mutant compress cuda-check-run-skips-its-last-load impl/cuda/compress.cu \
-  's|      if (base + 32 \* k < vectors \&\& !all_finite(x\[k\]))|      if (k + 1 < kLoads \&\& base + 32 * k < vectors \&\& !all_finite(x[k]))|'
-cuda_mutant compress cuda-check-run-names-the-quad impl/cuda/compress.cu \
-  's|          if (!isfinite(at\[i\])) report(error, index + i);|          if (!isfinite(at[i])) report(error, index + 4 * (base + 32 * k));|'
-cuda_mutant compress cuda-search-overshoots-a-request-start impl/cuda/compress.cu \
+cuda_mutant compress cuda-prefill-writes-pending-entries-before-its-rows impl/cuda/compress_kernels.cu \
+  's|^  const RequestMeta\* requests = c.table.table();$|  const RequestMeta* requests = c.table.table(); keep_last_positions(c, requests, true);|'
+cuda_mutant compress cuda-prefill-deferred-writes-ignore-the-verdict impl/cuda/compress_kernels.cu \
+  's|  if (\*c.refusal != kNoRefusal) return;||'
+cuda_mutant compress cuda-checked-copies-unchecked impl/cuda/compress_rows.cuh \
+  's|        if (!all_finite(x\[k\]))$|        if (false)|'
+cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress_rows.cuh \
+  's|        if (!isfinite(component(s\[t\], int(c)))) report(|        if (in[t].code < kRingCode \&\& !isfinite(component(s[t], int(c)))) report(|'
+cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress_rows.cuh \
+  's|report(refusal, in\[t\].code + d + c);|report(refusal, in[t].code + d);|'
+cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress_kernels.cu \
+  's|    if (k >= least(g.ring, std::size_t(q.tokens))) continue;|    if (k + 1 >= least(g.ring, std::size_t(q.tokens))) continue;|'
+cuda_mutant compress cuda-ring-entry-one-position-off impl/cuda/compress_table.cuh \
+  's|  return ring_entry_offset(q.slot, p, g.ring, g.width);|  return ring_entry_offset(q.slot, p + 1, g.ring, g.width);|'
+cuda_mutant compress cuda-verdict-not-reset impl/cuda/device.cu \
+  's|  return cudaMemsetAsync(verdict, 0xff, sizeof \*verdict, stream);|  return 0;|'
+cuda_mutant compress cuda-search-overshoots-a-request-start impl/cuda/compress_table.cuh \
   's|std::size_t(offset(requests\[probe(lane)\])) <= x;|std::size_t(offset(requests[probe(lane)])) <= x + 1;|'
-cuda_mutant compress cuda-captured-refusals-not-reset impl/cuda/device.cu \
-  's|    reset_refusals<<<1, 32, 0, stream>>>(word);||'
-cuda_mutant compress cuda-every-call-the-same-tag impl/cuda/device.cu \
-  's|  return (kFirstTag + 1 - calls) << kRefusalCodeBits;|  return (kFirstTag + 0 * calls) << kRefusalCodeBits;|'
-cuda_mutant compress cuda-clean-verdict-not-written impl/cuda/compress.cu \
-  's|if (blockIdx.x == 0 \&\& threadIdx.x == 0) \*verdict = verdict_of(refusals, word);|if (blockIdx.x == 0 \&\& threadIdx.x == 0 \&\& refusals.refused(word)) *verdict = verdict_of(refusals, word);|'
-cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress.cu \
-  's|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k < kept;|for (std::int64_t k = (blockIdx.x - commit_blocks) / unsigned(request_count); k + 1 < kept;|'
-cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress.cu \
-  's|report(error, in\[t\].index + d + c);|report(error, in[t].index + d);|'
 cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device.cu \
   's|  if (capture == cudaStreamCaptureStatusActive)$|  if (false)|'
 cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
   's|  for (std::size_t p = 0; p < pieces; ++p) {|  for (std::size_t p = 0; p < 1; ++p) {|'
-cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress.cu \
-  's|  unsigned u = 0, refill = kStreamStages - 1;|  unsigned u = 1, refill = kStreamStages - 1;|'
-cuda_mutant compress cuda-stream-skips-a-row-s-last-chunk impl/cuda/compress.cu \
-  's|    if (++at.chunk == chunks) at.chunk = 0, ++at.row;|    if (++at.chunk + 1 >= chunks) at.chunk = 0, ++at.row;|'
-cuda_mutant compress cuda-ring-entry-modulo-one-more impl/cuda/compress.cu \
-  's|std::size_t(unsigned(p) % unsigned(g.ring));|std::size_t(unsigned(p) % unsigned(g.ring + 1));|'
-cuda_mutant compress cuda-commit-discards-before-reading impl/cuda/compress.cu \
-  's|    reinterpret_cast<uint4\*>(rows)\[i\] = line\[i % 8\];|    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory"); reinterpret_cast<uint4*>(rows)[i] = line[i % 8];|'
-cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress.cu \
-  's|const bool with_its_row = R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|const bool with_its_row = R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
-cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress.cu \
-  's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
 cuda_mutant compress cuda-captured-table-pieces-not-joined impl/cuda/device.cu \
   's|    if (cudaError_t e = cudaStreamWaitEvent(stream, fan->fan_joined, 0); e != cudaSuccess) return e;||'
 cuda_mutant compress cuda-piece-blocks-copy-the-same-bytes impl/cuda/device.cu \
   's|  const std::size_t first = std::size_t(blockIdx.x) \* blockDim.x + threadIdx.x;|  const std::size_t first = threadIdx.x;|'
 cuda_mutant compress cuda-8k-pieces-short-of-their-last-word impl/cuda/device.cu \
-  's|    return store_pieces<2 \* kSmallPiece>(host, bytes, stream, device, reset, fan);|    return store_pieces<2 * kSmallPiece>(host, bytes - 16, stream, device, reset, fan);|'
+  's|    return store_pieces<2 \* kSmallPiece>(host, bytes, stream, device, fan);|    return store_pieces<2 * kSmallPiece>(host, bytes - 16, stream, device, fan);|'
 cuda_mutant compress cuda-16k-pieces-short-of-their-last-word impl/cuda/device.cu \
-  's|    return store_pieces<4 \* kSmallPiece>(host, bytes, stream, device, reset, fan);|    return store_pieces<4 * kSmallPiece>(host, bytes - 16, stream, device, reset, fan);|'
+  's|    return store_pieces<4 \* kSmallPiece>(host, bytes, stream, device, fan);|    return store_pieces<4 * kSmallPiece>(host, bytes - 16, stream, device, fan);|'
+cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress_kernels.cu \
+  's|  unsigned u = 0, refill = kStreamStages - 1;|  unsigned u = 1, refill = kStreamStages - 1;|'
+cuda_mutant compress cuda-stream-skips-a-row-s-last-chunk impl/cuda/compress_kernels.cu \
+  's|    if (++at.chunk == chunks) at.chunk = 0, ++at.row;|    if (++at.chunk + 1 >= chunks) at.chunk = 0, ++at.row;|'
+cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress_kernels.cu \
+  's|const bool with_its_row = R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|const bool with_its_row = R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
+cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress_rows.cuh \
+  's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once_finish.cu \
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer_read_once.cu \

@@ -43,18 +43,18 @@ std::optional<CompressError> non_finite(const Call& c) {
                        : std::find_if(c.projected.begin(), c.projected.end(),
                                       [](float x) { return !std::isfinite(x); });
   if (bad != c.projected.end())
-    return ce::NonFiniteInput{0, std::size_t(bad - c.projected.begin())};
+    return ce::NonFiniteInput{ce::Input::Projected, std::size_t(bad - c.projected.begin())};
   const std::size_t width = 2 * c.shape.dim, S = c.shape.ring;
   std::optional<std::size_t> first;
   for (const CompressRequest& q : c.requests) {
     const auto [lo, hi] = impl::old_positions_read(q, c.shape.ratio);
     for (std::int64_t p = lo; p < hi; ++p) {
-      const std::size_t base = (std::size_t(q.state_slot) * S + std::size_t(p) % S) * width;
+      const std::size_t base = ring_entry_offset(q.state_slot, p, S, width);
       for (std::size_t i = base; i < base + width; ++i)
         if (!std::isfinite(c.ring[i]) && (!first || i < *first)) first = i;
     }
   }
-  if (first) return ce::NonFiniteInput{1, *first};
+  if (first) return ce::NonFiniteInput{ce::Input::Ring, *first};
   return std::nullopt;
 }
 
@@ -162,13 +162,12 @@ void write_row(const Call& c, std::size_t out, std::int64_t j, Entry entry) {
 
 void copy_to_ring(const Call& c, const CompressRequest& q, std::int64_t p, const float* from) {
   const std::size_t width = 2 * c.shape.dim, S = c.shape.ring;
-  std::memcpy(c.ring.data() + (std::size_t(q.state_slot) * S + std::size_t(p) % S) * width, from,
-              width * 4);
+  std::memcpy(c.ring.data() + ring_entry_offset(q.state_slot, p, S, width), from, width * 4);
 }
 
 const float* ring_entry(const Call& c, const CompressRequest& q, std::int64_t p) {
   const std::size_t width = 2 * c.shape.dim, S = c.shape.ring;
-  return c.ring.data() + (std::size_t(q.state_slot) * S + std::size_t(p) % S) * width;
+  return c.ring.data() + ring_entry_offset(q.state_slot, p, S, width);
 }
 
 Status<CompressError> run(const Call& c, Step step) {

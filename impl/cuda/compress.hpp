@@ -2,10 +2,12 @@
 // contract (impl/cpu/compress.hpp) with the tensors in device memory and the
 // requests, the scheduler's metadata, in host memory. Same arithmetic as the CPU
 // (impl/compress_math.hpp): the same bits. Refusals from sizes and metadata are
-// decided on the host; NaN/inf in the inputs a step reads are found on the device
-// before anything the caller sees is written (prefill stages its rows, decode
-// checks first), and the call returns once the device's verdict is in (the
-// enqueue_ forms below leave it on the device).
+// decided on the host before any device work and leave every buffer untouched;
+// NaN/inf in what a step reads are found by the one pass that reads them, so such a
+// refusal leaves the outputs unspecified and the ring changed at most in the
+// entries model::entries_a_refusal_may_change names, which no later call reads (the
+// CPU backend is stricter: it changes nothing). The waiting calls return once the
+// device's verdict is in; the enqueue_ forms leave it on the device.
 #pragma once
 
 #include <cstdint>
@@ -31,11 +33,11 @@ Status<CompressError> compress_decode(std::span<const CompressRequest> requests,
 
 // The same steps queued on `stream` without waiting, for a serving loop that keeps
 // the host off the critical path. Refusals from sizes and metadata return at once;
-// NaN/inf found on the device are left in *verdict (device memory the caller
-// owns), with nothing the caller sees written: after the stream, copy it to the
-// host and read it with compress_verdict. The requests are copied before the call
-// returns; the kernels read them from a buffer the call after next reuses, so a
-// CUDA graph must not capture these calls.
+// NaN/inf found on the device are left in *verdict (device memory the caller owns,
+// reset by the call): after the stream, copy it to the host and read it with
+// compress_verdict. The requests are copied before the call returns; a call may be
+// captured in a CUDA graph, and each replay reads the requests it was given and
+// refuses by the inputs it finds.
 Status<CompressError> enqueue_compress_prefill(std::span<const CompressRequest> requests,
                                                device_span<const float> projected,
                                                device_span<float> ring, const CompressShape& shape,

@@ -91,9 +91,13 @@ int verdict_slot(Verdict& verdict) {
   return 0;
 }
 
+int reset_verdict(DeviceVerdict* verdict, Stream stream) {
+  return cudaMemsetAsync(verdict, 0xff, sizeof *verdict, stream);
+}
+
 int begin_verdict(Verdict& verdict, Stream stream) {
   if (int e = verdict_slot(verdict)) return e;
-  return cudaMemsetAsync(verdict.word(), 0xff, sizeof(unsigned long long), stream);
+  return reset_verdict(verdict.device, stream);
 }
 
 int end_verdict(const Verdict& verdict, Stream stream) {
@@ -113,8 +117,6 @@ struct Scratch {
   // for several microseconds per call, from pinned memory it is queued.
   void* pinned = nullptr;
   std::size_t pinned_bytes = 0;
-  unsigned long long* refusal_word = nullptr;  // RefusalWord: kNoRefusal when allocated
-  unsigned long long calls = 0;                // on the word since it last held kNoRefusal
 };
 // Calls take the slots in turn, so the host prepares a call while the device still
 // runs the previous one (with one slot it waited for that call to finish reading).
@@ -125,8 +127,6 @@ struct ScratchRing {
   Scratch slots[kScratchSlots];
   std::size_t current = 0;   // the slot of the call between upload and release
   void* captured = nullptr;  // that call's own buffer, when it is captured in a graph
-  Stream side = nullptr;     // fork_side's stream and events, made at first use
-  cudaEvent_t forked = nullptr, joined = nullptr;
   Stream fan[kFanStreams] =
       {};  // store_pieces' streams for a captured table's pieces, made at first use
   cudaEvent_t fan_forked = nullptr, fan_joined = nullptr;
@@ -138,13 +138,11 @@ struct ScratchRings {
       for (Scratch& s : ring.slots) {
         cudaFree(s.buffer);
         cudaFreeHost(s.pinned);
-        cudaFree(s.refusal_word);
         if (s.done) cudaEventDestroy(s.done);
       }
       for (Stream st : ring.fan)
         if (st) cudaStreamDestroy(st);
-      if (ring.side) cudaStreamDestroy(ring.side);
-      for (cudaEvent_t e : {ring.forked, ring.joined, ring.fan_forked, ring.fan_joined})
+      for (cudaEvent_t e : {ring.fan_forked, ring.fan_joined})
         if (e) cudaEventDestroy(e);
     }
   }
@@ -189,24 +187,15 @@ constexpr std::size_t kPieceBlockBytes = 1024;
 static_assert(sizeof(Piece<kLargePiece>) == kKernelCarriedBytes);
 template <std::size_t Words>
 __global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::size_t count,
-                            unsigned char* to, unsigned long long* reset) {
+                            unsigned char* to) {
   let_next_kernel_start();  // a kernel launched `overlapped` after it waits for it anyway
   const std::size_t first = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  if (reset != nullptr && first == 0) *reset = kNoRefusal;
   const std::size_t whole = reinterpret_cast<std::uintptr_t>(to) % 16 == 0 ? count / 16 : 0;
   for (std::size_t i = first; i < whole; i += stride)
     reinterpret_cast<uint4*>(to)[i] = piece.words[i];
   const auto* bytes = reinterpret_cast<const unsigned char*>(piece.words);
   for (std::size_t i = 16 * whole + first; i < count; i += stride) to[i] = bytes[i];
-}
-
-// A captured call's refusal word made clean at each replay by a kernel: the call's
-// first kernel, a programmatic dependent of it, is set up while it runs (after a
-// memset node it could not be).
-__global__ void reset_refusals(unsigned long long* word) {
-  let_next_kernel_start();
-  *word = kNoRefusal;
 }
 
 // `ring`'s fan streams and events, made at first use.
@@ -221,14 +210,13 @@ int make_fan(ScratchRing* ring) {
   return cudaEventCreateWithFlags(&ring->fan_joined, cudaEventDisableTiming);
 }
 
-// `bytes` from `host` into `device` by kernels, the first also setting *reset (if
-// given) to kNoRefusal. With `fan` (a captured call) the pieces after the first go
-// on its fan streams, so the graph runs them side by side (one after another, a
+// `bytes` from `host` into `device` by kernels. With `fan` (a captured call) the pieces after the
+// first go on its fan streams, so the graph runs them side by side (one after another, a
 // 4096-request decode table's five pieces would add up in each replay); `stream`
 // then waits for all of them.
 template <std::size_t Words>
 int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
-                 unsigned long long* reset, ScratchRing* fan) {
+                 ScratchRing* fan) {
   Piece<Words> piece;
   const std::size_t pieces = (bytes + sizeof piece.words - 1) / sizeof piece.words;
   const std::size_t fanned =
@@ -245,7 +233,7 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
     std::memcpy(piece.words, static_cast<const unsigned char*>(host) + at, count);
     const Stream on = fanned > 0 && p > 0 ? fan->fan[(p - 1) % fanned] : stream;
     store_piece<<<unsigned((count + kPieceBlockBytes - 1) / kPieceBlockBytes), 64, 0, on>>>(
-        piece, count, static_cast<unsigned char*>(device) + at, p == 0 ? reset : nullptr);
+        piece, count, static_cast<unsigned char*>(device) + at);
   }
   for (std::size_t i = 0; i < fanned; ++i) {
     if (cudaError_t e = cudaEventRecord(fan->fan_joined, fan->fan[i]); e != cudaSuccess) return e;
@@ -254,21 +242,21 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
   return cudaGetLastError();
 }
 int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
-                 unsigned long long* reset, ScratchRing* fan = nullptr) {
+                 ScratchRing* fan = nullptr) {
   if (bytes <= sizeof(Piece<kSmallPiece>))
-    return store_pieces<kSmallPiece>(host, bytes, stream, device, reset, fan);
+    return store_pieces<kSmallPiece>(host, bytes, stream, device, fan);
   if (bytes <= sizeof(Piece<2 * kSmallPiece>))
-    return store_pieces<2 * kSmallPiece>(host, bytes, stream, device, reset, fan);
+    return store_pieces<2 * kSmallPiece>(host, bytes, stream, device, fan);
   if (bytes <= sizeof(Piece<4 * kSmallPiece>))
-    return store_pieces<4 * kSmallPiece>(host, bytes, stream, device, reset, fan);
-  return store_pieces<kLargePiece>(host, bytes, stream, device, reset, fan);
+    return store_pieces<4 * kSmallPiece>(host, bytes, stream, device, fan);
+  return store_pieces<kLargePiece>(host, bytes, stream, device, fan);
 }
 
 // `bytes` from `host` into slot s's buffer on `stream`: a table that fits one
 // kernel's parameters goes with a kernel (a copy from the host is a copy engine's
 // operation the next kernel waits for), a longer one from the slot's pinned mirror.
 int copy_into(Scratch* s, const void* host, std::size_t bytes, Stream stream) {
-  if (bytes <= kKernelCarriedBytes) return store_pieces(host, bytes, stream, s->buffer, nullptr);
+  if (bytes <= kKernelCarriedBytes) return store_pieces(host, bytes, stream, s->buffer);
   if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
     cudaFreeHost(s->pinned);
     s->pinned = nullptr;
@@ -280,45 +268,26 @@ int copy_into(Scratch* s, const void* host, std::size_t bytes, Stream stream) {
   return cudaMemcpyAsync(s->buffer, s->pinned, bytes, cudaMemcpyHostToDevice, stream);
 }
 
-// A tag's bits above the code: each call on a word one less than the call before;
-// all ones is kNoRefusal's, which no call takes.
-constexpr unsigned long long kTagBits = 64 - kRefusalCodeBits, kFirstTag = (1ull << kTagBits) - 2;
-unsigned long long tag_of(unsigned long long calls) {
-  return (kFirstTag + 1 - calls) << kRefusalCodeBits;
-}
-
 // The captured call's buffer: a stream-ordered allocation (the graph's own memory,
-// freed by release_scratch in the same graph), its metadata stored by kernels, its
-// refusal word (after `reserve` bytes) reset by the first of them.
+// freed by release_scratch in the same graph), its metadata stored by kernels.
 int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stream stream,
-                    void** device, std::size_t reserve, RefusalWord* refusals) {
-  const std::size_t used = (std::max<std::size_t>({bytes, reserve, 1}) + 7) / 8 * 8;
-  if (cudaError_t e = cudaMallocAsync(device, used + (refusals != nullptr ? 8 : 0), stream);
-      e != cudaSuccess)
-    return e;
+                    void** device, std::size_t reserve) {
+  const std::size_t used = std::max<std::size_t>({bytes, reserve, 1});
+  if (cudaError_t e = cudaMallocAsync(device, used, stream); e != cudaSuccess) return e;
   ring->captured = *device;
-  unsigned long long* word = nullptr;
-  if (refusals != nullptr) {
-    word = reinterpret_cast<unsigned long long*>(static_cast<char*>(*device) + used);
-    *refusals = {word, tag_of(1)};
-  }
-  if (host != nullptr && bytes > 0) return store_pieces(host, bytes, stream, *device, word, ring);
-  if (word != nullptr) {
-    reset_refusals<<<1, 32, 0, stream>>>(word);
-    return cudaGetLastError();
-  }
+  if (host != nullptr && bytes > 0) return store_pieces(host, bytes, stream, *device, ring);
   return 0;
 }
 }  // namespace
 
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device,
-                   std::size_t reserve, RefusalWord* refusals) {
+                   std::size_t reserve) {
   ScratchRing* ring = nullptr;
   if (int e = current_ring(&ring)) return e;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
   if (capture == cudaStreamCaptureStatusActive)
-    return upload_captured(ring, host, bytes, stream, device, reserve, refusals);
+    return upload_captured(ring, host, bytes, stream, device, reserve);
   ring->current = (ring->current + 1) % kScratchSlots;
   Scratch* s = &ring->slots[ring->current];
   if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
@@ -330,57 +299,8 @@ int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** de
     s->bytes = needed;
   }
   *device = s->buffer;
-  if (refusals != nullptr) {
-    if (s->refusal_word == nullptr) {
-      if (cudaError_t e = cudaMalloc(&s->refusal_word, sizeof *s->refusal_word); e != cudaSuccess)
-        return e;
-      s->calls = kFirstTag + 1;  // reset below
-    }
-    if (++s->calls > kFirstTag) {  // every tag taken (or a new word): back to kNoRefusal
-      if (cudaError_t e = cudaMemsetAsync(s->refusal_word, 0xff, sizeof *s->refusal_word, stream);
-          e != cudaSuccess)
-        return e;
-      s->calls = 1;
-    }
-    *refusals = {s->refusal_word, tag_of(s->calls)};
-  }
   if (bytes == 0 || host == nullptr) return 0;
   return copy_into(s, host, bytes, stream);
-}
-
-int copy_to_scratch(const void* host, std::size_t bytes, Stream stream) {
-  ScratchRing* ring = nullptr;
-  if (int e = current_ring(&ring)) return e;
-  if (ring->captured != nullptr)
-    return store_pieces(host, bytes, stream, ring->captured, nullptr, ring);
-  return copy_into(&ring->slots[ring->current], host, bytes, stream);
-}
-
-int fork_side(Stream stream, Stream* side) {
-  ScratchRing* ring = nullptr;
-  if (int e = current_ring(&ring)) return e;
-  if (ring->side == nullptr) {
-    if (cudaError_t e = cudaStreamCreateWithFlags(&ring->side, cudaStreamNonBlocking);
-        e != cudaSuccess)
-      return e;
-    if (cudaError_t e = cudaEventCreateWithFlags(&ring->forked, cudaEventDisableTiming);
-        e != cudaSuccess)
-      return e;
-    if (cudaError_t e = cudaEventCreateWithFlags(&ring->joined, cudaEventDisableTiming);
-        e != cudaSuccess)
-      return e;
-  }
-  if (cudaError_t e = cudaEventRecord(ring->forked, stream); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaStreamWaitEvent(ring->side, ring->forked, 0); e != cudaSuccess) return e;
-  *side = ring->side;
-  return 0;
-}
-
-int join_side(Stream stream) {
-  ScratchRing* ring = nullptr;
-  if (int e = current_ring(&ring)) return e;
-  if (cudaError_t e = cudaEventRecord(ring->joined, ring->side); e != cudaSuccess) return e;
-  return cudaStreamWaitEvent(stream, ring->joined, 0);
 }
 
 int release_scratch(Stream stream) {

@@ -75,20 +75,20 @@ inline std::ostream& operator<<(std::ostream& os, const DeviceError& e) {
 // visible; a DeviceError when a driver is there but cannot serve this runtime.
 Result<int, DeviceError> device_count();
 
-// Validation on the device, verdict on the host. Calls that must refuse before
-// writing anything have their checking kernels atomicMin refusals into a word;
-// the kernels that write either run after the host has read the word (scorer) or
-// read it themselves and do nothing when it holds a refusal (top-k, compression,
-// slots), so the host waits once, or not at all for the enqueue_ forms. The word
-// and its pinned host mirror are allocated once per thread and device (an
-// allocation per call cost tens of microseconds: the default pool hands memory
-// back at every synchronize). Besides the checking kernels, only a call's first
-// kernel writes the word, to reset it. `detail` holds what a call records on the
-// device for the host (a refused lane's row and block; the top-k's count of rows
-// finished the slow way), so the host needs no further copies. (Compression
-// records its refusals in a RefusalWord of its own instead and its writing kernels
-// set the verdict from it: a queued call then needs no reset before its first
-// kernel.)
+// The one refusal protocol of every CUDA call: validation on the device, verdict
+// on the host. A call's verdict (a DeviceVerdict in device memory) is set to
+// kNoRefusal, all of it, before its first kernel (reset_verdict; a captured call
+// does so at every replay, the memset being in the graph); its kernels atomicMin
+// the code of every refusal they find into `refusal`, so the lowest, the first in
+// the component's order, stays; kernels whose writes must wait for a clean word
+// (a top-k or slot conversion writing nothing on refusal; the ring writes of a
+// prefill that land on its pending inputs) read it after the checks; and the host
+// reads it once, after the stream (the waiting calls), or the caller does (the
+// enqueue_ forms). `detail` holds what a call records for the host (a refused
+// lane's row and block; the top-k's count of rows finished the slow way). The
+// waiting calls' verdict and its pinned host mirror are allocated once per thread
+// and device (an allocation per call cost tens of microseconds: the default pool
+// hands memory back at every synchronize).
 struct DeviceVerdict {
   unsigned long long refusal;
   long long detail[2];
@@ -101,9 +101,11 @@ struct Verdict {
 };
 inline constexpr unsigned long long kNoRefusal = ~0ull;
 // The calling thread's verdict on the current device, as the last call left it
-// (for calls whose kernels always write it); 0 or the cudaError_t.
+// (for calls whose first kernel writes all of it); 0 or the cudaError_t.
 int verdict_slot(Verdict& verdict);
-// The same, its word set to kNoRefusal on `stream`; 0 or the cudaError_t.
+// Every byte of *verdict set on `stream`: refusal kNoRefusal, detail all ones.
+int reset_verdict(DeviceVerdict* verdict, Stream stream);
+// The calling thread's verdict, reset on `stream`; 0 or the cudaError_t.
 int begin_verdict(Verdict& verdict, Stream stream);
 // Copies the device verdict to *verdict.host and waits for `stream`; 0 or the cudaError_t.
 int end_verdict(const Verdict& verdict, Stream stream);
@@ -116,26 +118,6 @@ int end_verdict(const Verdict& verdict, Stream stream);
 // cannot say or the device cannot hold one such block.
 std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared = 0);
 
-// A word a call's checking kernels atomicMin refusals into, as `tag | code` with
-// code < 2^kRefusalCodeBits, without resetting it first: the word stays with the
-// scratch buffer the call holds, and each call on it gets a smaller tag than every
-// call before it, so what earlier calls left there is larger than anything this
-// call records and reads as "no refusal" (refused(word) below). This spares a
-// queued call an operation before its first kernel. A call captured in a graph gets a word in its
-// own buffer, reset in the graph at every replay.
-inline constexpr int kRefusalCodeBits = 47;
-struct RefusalWord {
-  unsigned long long* at = nullptr;
-  unsigned long long tag = 0;  // the call's tag, in the bits above the code
-#if defined(__CUDACC__)
-  __host__ __device__
-#endif
-      bool
-      refused(unsigned long long word) const {
-    return word >> kRefusalCodeBits == tag >> kRefusalCodeBits;
-  }
-};
-
 // The most metadata one upload kernel carries in its parameters (under the 32764
 // bytes CUDA 12.1 and later accept).
 inline constexpr std::size_t kKernelCarriedBytes = 32000;
@@ -146,26 +128,14 @@ inline constexpr std::size_t kKernelCarriedBytes = 32000;
 // that last used the buffer has finished reading it (release_scratch recorded that
 // point on its stream), then copies `bytes` from `host` on `stream` (by a kernel
 // carrying them in its parameters up to 32000 bytes, else from a pinned mirror;
-// host nullptr: no copy, the buffer is only reserved). The buffer holds at least max(bytes,
-// reserve) bytes: room for device-only work after the copied part. Every
-// upload_scratch is followed by its release_scratch before the next. A call
+// host nullptr: no copy, the buffer is only reserved). The buffer holds at least
+// max(bytes, reserve) bytes: room for device-only work after the copied part.
+// Every upload_scratch is followed by its release_scratch before the next. A call
 // captured in a CUDA graph gets a buffer of its own instead (allocated and freed
 // in the graph, the copied bytes kept in the graph), so its replays read what the
 // call was given. 0 or the cudaError_t.
-//
-// `refusals` (if given) receives the call's own refusal word (see RefusalWord).
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device,
-                   std::size_t reserve = 0, RefusalWord* refusals = nullptr);
-// The copy of upload_scratch for a call that reserved its buffer (host nullptr) and
-// copies its metadata on another stream (fork_side's): `bytes` from `host` into the
-// start of that buffer, on `stream`. Between upload_scratch and release_scratch.
-int copy_to_scratch(const void* host, std::size_t bytes, Stream stream);
-// A second stream of the calling thread on the current device, for work a call
-// runs beside its own: *side first waits for what `stream` has queued so far;
-// join_side then makes `stream` wait for what was queued on *side since. Captured
-// calls capture both (a fork and a join in the graph). 0 or the cudaError_t.
-int fork_side(Stream stream, Stream* side);
-int join_side(Stream stream);
+                   std::size_t reserve = 0);
 int release_scratch(Stream stream);
 
 }  // namespace aether::cuda

@@ -201,7 +201,7 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
         {{4, 1}, {4, 2}, {2, 3}, {3, 4}, {2, 8}, {1, 12}, {1, 132}});
     c.shape.state_slots = *gen::inRange<std::size_t>(1, 4);
     const std::int64_t qmax = *gen::inRange<std::int64_t>(1, 7);
-    const std::int64_t needed = c.decode ? c.shape.ratio + qmax - 1 : c.shape.ratio;
+    const std::int64_t needed = ring_needed(c.shape.ratio, qmax, c.decode);
     c.shape.ring = std::size_t(std::max<std::int64_t>(
         1, needed + *gen::weightedElement<std::int64_t>({{1, -1}, {8, 0}, {4, 1}, {2, 3}})));
     std::vector<std::int32_t> slots(c.shape.state_slots);

@@ -1,0 +1,258 @@
+#include "impl/cuda/compress_kernels.hpp"
+
+#include <cuda_pipeline.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "impl/cuda/compress_rows.cuh"
+#include "impl/cuda/launch.cuh"
+
+namespace aether::cuda::compress_kernels {
+
+namespace {
+constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
+constexpr int kRowBlocksPerSm = 4;      // 64 registers for the next chunk's loads
+// Prefill at r = 2 streams its (row, chunk) items through shared memory, this many
+// stages deep (48 KiB a block: 3 x 4 loads of 16 bytes x 256 threads).
+constexpr unsigned kStreamStages = 3;
+using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
+
+// This warp's share of the prefill rows (a run of consecutive rows) at r = 2
+// (16-byte loads) as a stream of (row, 128-channel chunk) items: each lane's four
+// loads of an item are copied into shared memory asynchronously, kStreamStages - 1
+// items ahead of their arithmetic and across row boundaries. (Loading into registers
+// kept two chunks of one row in flight and started each row cold: 55% of DRAM
+// bandwidth with the issue slots half idle.) A lane reads back only what it copied:
+// no barrier.
+__device__ void stream_pairs(const Launch& c, const RequestMeta* requests, Stages& stage) {
+  const Geometry& g = c.g;
+  const std::size_t n = c.table.count;
+  const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
+  const std::size_t warps = warp_count(), share = (c.rows + warps - 1) / warps;
+  const std::size_t first = warp_id() * share,
+                    last = first + share < c.rows ? first + share : c.rows;
+  // the items (row, chunk) counted forward: a 64-bit division of the item number by
+  // a run-time chunk count cost a hundred-odd instructions an item
+  struct Item {
+    std::size_t row;
+    unsigned chunk;
+  };
+  const auto advance = [&](Item& at) {
+    if (++at.chunk == chunks) at.chunk = 0, ++at.row;
+  };
+  const auto next_stage = [](unsigned u) { return u + 1 == kStreamStages ? 0u : u + 1; };
+  const auto request_of = [&](std::size_t& i, std::size_t row) {
+    while (i + 1 < n && std::size_t(requests[i + 1].row_offset) <= row) ++i;
+  };
+  // a row's inputs found once, at the first of its chunks: one cursor for the loads
+  // asked for, one for the arithmetic, kStreamStages - 1 items behind
+  struct Cursor {
+    std::size_t request = 0, row = ~std::size_t(0);
+    std::int64_t j = -1;
+    Input in[2] = {};
+  };
+  const auto locate = [&](Cursor& at, std::size_t row) {
+    if (row == at.row) return;
+    at.row = row;
+    request_of(at.request, row);
+    const RequestMeta q = requests[at.request];
+    at.j = row_number(q, row, 2);
+    if (at.j >= 0)
+      for (int t = 0; t < 2; ++t) at.in[t] = input_of(q, 2 * at.j + t, c.projected, c.ring, g);
+  };
+  Cursor ask, use;
+  if (first < last)
+    ask.request = use.request =
+        find_request(requests, n, first, [](const RequestMeta& m) { return m.row_offset; });
+  Item asked{first, 0};
+  const auto ask_next = [&](unsigned u) {  // the next item's loads into stage u, then a commit
+    const Item at = asked;
+    advance(asked);
+    if (at.row < last) {
+      locate(ask, at.row);
+      const unsigned d = 4 * lane + 128 * at.chunk;
+      if (ask.j >= 0 && d < D)
+        for (int t = 0; t < 2; ++t) {
+          __pipeline_memcpy_async(&stage[u][2 * t][slot], ask.in[t].at + d, 16);
+          __pipeline_memcpy_async(&stage[u][2 * t + 1][slot], ask.in[t].at + D + d, 16);
+        }
+    }
+    __pipeline_commit();  // empty past the end: the waits below count every stage
+  };
+  for (unsigned k = 0; k + 1 < kStreamStages; ++k) ask_next(k);
+  unsigned u = 0, refill = kStreamStages - 1;  // this item's stage, and the one asked for now
+  for (Item at{first, 0}; at.row < last;
+       advance(at), u = next_stage(u), refill = next_stage(refill)) {
+    ask_next(refill);
+    locate(use, at.row);
+    if (at.chunk == 0 && lane == 0) {
+      c.row_index[at.row] = std::int32_t(use.j);
+      c.positions[at.row] = use.j < 0 ? 0 : std::int32_t(2 * use.j);
+    }
+    __pipeline_wait_prior(kStreamStages - 1);  // this item's copies landed
+    std::uint16_t* out = c.out + at.row * D;
+    const unsigned d = 4 * lane + 128 * at.chunk;
+    if (d < D && use.j < 0) *reinterpret_cast<uint2*>(out + d) = make_uint2(0, 0);
+    if (d < D && use.j >= 0) {
+      const float4 scores[2] = {stage[u][0][slot], stage[u][2][slot]},
+                   latents[2] = {stage[u][1][slot], stage[u][3][slot]};
+      channel_quad<2>(scores, latents, use.in, d, D, c.refusal, out);
+    }
+  }
+}
+
+// The ring writes of a prefill, as items (request, k-th last position, 128-float
+// piece) dealt over every warp: each request's last min(S, tokens) positions,
+// checked as they are read (the pending ones, which no row reads, are among them:
+// S >= r). `deferred`: false writes every position but those that wait for the
+// verdict (waits_for_verdict), true (only on a clean word) writes just those.
+__device__ void keep_last_positions(const Launch& c, const RequestMeta* requests, bool deferred) {
+  const Geometry& g = c.g;
+  const unsigned lane = threadIdx.x % 32;
+  const auto least = [](std::size_t a, std::size_t b) { return a < b ? a : b; };
+  const std::size_t depth = least(g.ring, std::size_t(c.most_tokens));
+  const std::size_t pieces = (g.width + 127) / 128, per_request = depth * pieces;
+  for (std::size_t item = warp_id(); item < c.table.count * per_request; item += warp_count()) {
+    const RequestMeta q = requests[item / per_request];
+    const std::size_t k = item % per_request / pieces, piece = item % pieces;
+    if (k >= least(g.ring, std::size_t(q.tokens))) continue;
+    const std::int64_t local = q.tokens - 1 - std::int64_t(k), p = q.start + local;
+    const bool waits = waits_for_verdict(q, p, g);
+    if (deferred && !waits) continue;
+    const std::size_t from = std::size_t(q.token_offset + local) * g.width + piece * 128;
+    const std::size_t n = least(128, g.width - piece * 128);
+    float* to = waits == deferred ? c.ring + entry_of(q, p, g) + piece * 128 : nullptr;
+    copy_checked(c.projected + from, to, n, from, c.refusal, lane, c.vector);
+  }
+}
+
+// Prefill, one pass: every output row (row index, position, bf16 channels), then the
+// chunk's last S positions into the ring, all but those landing on a pending input.
+template <int R>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
+    prefill_rows(const __grid_constant__ Launch c) {
+  wait_for_previous_kernel();  // a dependent of the table's upload, if any
+  const RequestMeta* requests = c.table.table();
+  const unsigned lane = threadIdx.x % 32;
+  const std::int64_t r = R > 0 ? R : c.g.ratio;  // a constant where the template gives it
+  if constexpr (R == 2) {
+    __shared__ Stages stage;
+    stream_pairs(c, requests, stage);
+  } else {
+    for_each_item(
+        requests, c.table.count, c.rows, [](const RequestMeta& m) { return m.row_offset; },
+        [&](const RequestMeta& q, std::size_t row) {
+          const std::int64_t j = row_number(q, row, r);
+          if (lane == 0) {
+            c.row_index[row] = std::int32_t(j);
+            c.positions[row] = j < 0 ? 0 : std::int32_t(j * r);
+          }
+          std::uint16_t* out = c.out + row * c.g.dim;
+          if (j < 0) {
+            for (unsigned d = lane; d < c.g.dim; d += 32) out[d] = 0;
+          } else {
+            group_row<R>(q, j, c.projected, c.ring, c.g, c.refusal, out, lane, nullptr);
+          }
+        });
+  }
+  keep_last_positions(c, requests, false);
+}
+
+// Prefill's second kernel, a programmatic dependent of the first: on a clean word,
+// the ring writes that land on a pending input (at most r - 1 a request).
+__global__ void keep_deferred_positions(const __grid_constant__ Launch c) {
+  wait_for_previous_kernel();
+  if (*c.refusal != kNoRefusal) return;
+  keep_last_positions(c, c.table.table(), true);
+}
+
+// Decode, one pass: each token's position into its ring entry and its output row,
+// completed when p mod r = r - 1, its old inputs read from the ring. That equals the
+// model's "write every position first, then read" because S >= r + qmax - 1 keeps
+// the entries written apart from every old entry read (docs/compress.md).
+template <int R>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
+    decode_rows(const __grid_constant__ Launch c) {
+  wait_for_previous_kernel();  // a dependent of the table's upload, if any
+  const unsigned lane = threadIdx.x % 32;
+  const Geometry& g = c.g;
+  for_each_item(
+      c.table.table(), c.table.count, c.tokens, [](const RequestMeta& m) { return m.token_offset; },
+      [&](const RequestMeta& q, std::size_t token) {
+        const std::int64_t r = R > 0 ? R : g.ratio,
+                           p = q.start + (std::int64_t(token) - q.token_offset);
+        // a position whose group completes in this step goes into the ring with the
+        // group's row (16-byte paths); the others here
+        const bool with_its_row = R > 0 && p / r * r + r - 1 < q.start + q.tokens;
+        if (!with_its_row)
+          copy_checked(c.projected + token * g.width, c.ring + entry_of(q, p, g), g.width,
+                       token * g.width, c.refusal, lane, c.vector);
+        const std::int64_t j = p % r == r - 1 ? p / r : -1;
+        if (lane == 0) {
+          c.row_index[token] = std::int32_t(j);
+          c.positions[token] = j < 0 ? 0 : std::int32_t(j * r);
+        }
+        std::uint16_t* out = c.out + token * g.dim;
+        if (j < 0) {
+          for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
+        } else {
+          group_row<R>(q, j, c.projected, c.ring, g, c.refusal, out, lane,
+                       R > 0 ? c.ring : nullptr);
+        }
+      });
+}
+
+// Calls f(std::integral_constant<int, R>) for the kernels' ratio template.
+template <class F>
+void with_ratio(int ratio, F f) {
+  switch (ratio) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    default:
+      return f(std::integral_constant<int, 0>{});
+  }
+}
+
+// Blocks of kWarpsPerBlock warps for `warps` warps of work, at most what the
+// device holds at once (the row kernels' warps persist over their share).
+template <auto kernel>
+unsigned resident_grid(std::size_t warps) {
+  const std::size_t most = std::max<std::size_t>(
+      1, resident_blocks(reinterpret_cast<const void*>(kernel), int(32 * kWarpsPerBlock)));
+  return unsigned(std::clamp<std::size_t>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock, 1, most));
+}
+}  // namespace
+
+cudaError_t queue_prefill(const Launch& c, Stream stream) {
+  cudaError_t e = cudaSuccess;
+  with_ratio(c.ratio_path, [&](auto r) {
+    // the rows' warps, or the ring's pieces where they are more
+    const std::size_t ring_items = c.table.count *
+                                   std::min<std::size_t>(c.g.ring, std::size_t(c.most_tokens)) *
+                                   ((c.g.width + 127) / 128);
+    e = overlapped(prefill_rows<r()>,
+                   dim3(resident_grid<prefill_rows<r()>>(std::max(c.rows, ring_items))),
+                   int(32 * kWarpsPerBlock), 0, stream, c);
+  });
+  if (e == cudaSuccess)
+    e = overlapped(keep_deferred_positions,
+                   dim3(unsigned(std::min<std::size_t>(c.table.count, 64))),
+                   int(32 * kWarpsPerBlock), 0, stream, c);
+  return e;
+}
+
+cudaError_t queue_decode(const Launch& c, Stream stream) {
+  cudaError_t e = cudaSuccess;
+  with_ratio(c.ratio_path, [&](auto r) {
+    e = overlapped(decode_rows<r()>, dim3(resident_grid<decode_rows<r()>>(c.tokens)),
+                   int(32 * kWarpsPerBlock), 0, stream, c);
+  });
+  return e;
+}
+
+}  // namespace aether::cuda::compress_kernels

@@ -1,0 +1,91 @@
+// One compression step given to the CPU backend and to CUDA in each launch mode
+// (CUDA builds only): the waiting call, the queued call (its verdict read after
+// the stream) and the queued call captured in a CUDA graph and replayed after two
+// eager calls have taken both scratch buffers. A test body is written once and run
+// in every mode, as CCCL's tests declare their launch wrapper once.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/compress.hpp"
+#include "impl/cuda/compress.hpp"
+#include "props/support/device_buffer.hpp"
+
+namespace aether::props {
+
+enum class Mode { Waiting, Queued, Captured };
+std::string mode_name(Mode mode);
+
+// A step's host buffers: what the call is given and, after it, what it left.
+struct Step {
+  std::vector<CompressRequest> requests;
+  CompressShape shape;
+  bool decode = false;
+  std::vector<float> projected, ring;
+  std::vector<std::uint16_t> rows;             // 0x5a5a before the call
+  std::vector<std::int32_t> index, positions;  // 77 before the call
+  Status<CompressError> status = Ok{};
+};
+
+// A step with its inputs drawn from `draw` and its outputs sized by the plan.
+Step make_step(std::vector<CompressRequest> requests, const CompressShape& shape, bool decode,
+               const std::function<float()>& draw);
+
+// The step run by the CPU backend, and by CUDA in `mode`.
+Step on_cpu(Step step);
+Step on_gpu(Step step, Mode mode);
+
+// Every check of a CUDA step against the CPU's (the contract, docs/compress.md): the
+// same status; accepted: the same rows, indices, positions and ring; refused for its
+// data: the ring the same outside model::entries_a_refusal_may_change, the outputs
+// unspecified; refused otherwise: every buffer as it was.
+void expect_agree(const Step& cpu, const Step& gpu, const Step& given, const std::string& what);
+
+// A step's device buffers, for tests that queue and replay it themselves.
+class DeviceStep {
+ public:
+  explicit DeviceStep(const Step& step);
+  void upload(const Step& step);   // every buffer, the verdict reset
+  Step download(Step step) const;  // outputs, ring and the queued verdict's status
+  Status<CompressError> run(cuda::Stream stream = nullptr);  // the waiting call
+  bool queue(cuda::Stream stream);                           // the enqueue_ call
+
+ private:
+  std::vector<CompressRequest> requests_;
+  CompressShape shape_;
+  bool decode_;
+  props::DeviceBuffer<float> in_, ring_;
+  props::DeviceBuffer<std::uint16_t> rows_;
+  props::DeviceBuffer<std::int32_t> index_, positions_;
+  props::DeviceBuffer<cuda::DeviceVerdict> verdict_;
+};
+
+// The calls `queue` makes on a stream of its own, captured into an instantiated
+// CUDA graph; ok() is false if a call or the capture failed.
+class Graph {
+ public:
+  explicit Graph(const std::function<bool(cudaStream_t)>& queue);
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph();
+  bool ok() const { return ok_; }
+  cudaStream_t stream() const { return stream_; }
+  bool replay();
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  bool ok_ = false;
+};
+
+// Two eager calls of another table (100 requests: uploaded into a scratch buffer,
+// so between them they take both), which overwrite what any earlier call left in
+// the scratch buffers and their pinned mirrors.
+void take_both_scratch_buffers(cudaStream_t stream);
+
+}  // namespace aether::props
