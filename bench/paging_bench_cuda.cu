@@ -1,8 +1,9 @@
 // GPU timing of logical-row -> paged-slot conversion against a device copy of the
-// same rows in the same run (SPEC section 4: at least 70% of copy bandwidth).
+// same rows in the same run (SPEC section 4: at least 80% of copy bandwidth for
+// calls whose copy takes at least 10 us).
 // Requests x K 2048 lanes, rows uniform below 16384 with 5% -1 padding, B 64, r 4,
-// 1024-entry tables. Five timings: the waiting call (paged_slots: validation,
-// conversion, the host's wait for the verdict), the queued call
+// 1024-entry tables. Five timings: the waiting call (paged_slots: the one checked
+// pass, the host's wait for the verdict), the queued call
 // (enqueue_paged_slots, back to back like the copy), the queued call in a CUDA
 // graph, and the masked conversion (enqueue_paged_slots_masked: one pass, no
 // verdict) queued and in a graph. Two ratios: copy time / slot time for the same lanes, and the
@@ -10,7 +11,9 @@
 // entry it uses) over the copy's. Calls and copies rotate through input sets that together exceed
 // the L2 four times (small calls timed from DRAM, not from what the call before left in L2).
 // Checked against the CPU first. A second ceiling beside the copy: the same lanes converted with
-// nothing checked (unchecked_slots), what the table lookups alone allow.
+// nothing checked (unchecked_slots), what the table lookups alone allow: the floor
+// under the state contract (SPEC section 3), where a call refused for its data may
+// leave out unspecified, is this one pass plus the verdict's reset.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -34,11 +37,9 @@ constexpr std::int64_t kBlockTokens = 64, kRatio = 4, kBc = kBlockTokens / kRati
 constexpr int kUncheckedThreads = 128, kUncheckedQuads = 4;
 
 // The conversion without its contract: each lane's table entry looked up and its
-// slot written at once, nothing checked (every valid count is K here). The
-// library may not do this (a refused call must leave every buffer untouched, so
-// every lane is checked before any is written): it is the ceiling the dependent
-// table lookups leave any conversion of these lanes on this device. Four quads
-// per thread, their lookups issued together.
+// slot written at once, nothing checked (every valid count is K here): the ceiling
+// the dependent table lookups leave any conversion of these lanes on this device.
+// Four quads per thread, their lookups issued together.
 __global__ void __launch_bounds__(kUncheckedThreads)
     unchecked_slots(const int4* rows, const std::int32_t* tables, std::size_t quads, int4* out) {
   const std::size_t first =
@@ -77,9 +78,6 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes{256, 1024, 4096, 16384};  // request counts; argv may name others
   if (argc > 1) sizes.clear();
   for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10));
-  int sms = 0, *d_sink = nullptr;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "attribute");
-  check(cudaMalloc(&d_sink, sizeof(int)), "malloc");
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   for (std::size_t requests : sizes) {
@@ -214,16 +212,6 @@ int main(int argc, char** argv) {
     const float t_unchecked = median_us(stream, [&] { unchecked_on(next_set()); });
     const float t_unchecked_graph = graph_us(
         stream, [&] { unchecked_on(next_set()); }, sets.size());
-    // A call too large to hold on chip checks every lane in one pass and converts
-    // in a second: at best, its rows and tables read once, then the unchecked
-    // conversion.
-    const float t_read = median_us(stream, [&] {
-      const Set& s = next_set();
-      read_only<<<sms * 8, 256, 0, stream>>>(reinterpret_cast<const int4*>(s.rows), lanes / 4,
-                                             d_sink);
-      read_only<<<sms * 8, 256, 0, stream>>>(reinterpret_cast<const int4*>(s.tables),
-                                             tables.size() / 4, d_sink);
-    });
     std::printf(
         "slots %zu x %zu (%.1f MiB, %.1f MiB of table entries, %zu input sets): device copy %.1f "
         "us (%.2f TB/s)\n",
@@ -238,21 +226,15 @@ int main(int argc, char** argv) {
         std::printf("  %-14s %7.1f us: copy / slots %.2f; bandwidth %.2f TB/s = %.2f of copy\n",
                     name, t, t_copy / t, bytes / t / 1e6, bytes / t / 1e6 / copy_bw);
     std::printf(
-        "  unchecked ceiling (not a valid conversion: writes before checking) %.1f us, graph %.1f "
+        "  unchecked ceiling (not a valid conversion: nothing checked) %.1f us, graph %.1f "
         "us: "
         "bandwidth %.2f / %.2f of copy\n",
         t_unchecked, t_unchecked_graph, bytes / t_unchecked / 1e6 / copy_bw,
         bytes / t_unchecked_graph / 1e6 / copy_bw);
-    std::printf(
-        "  two passes at best (rows and tables read once, %.1f us, then the unchecked conversion) "
-        "%.1f us: "
-        "bandwidth %.2f of copy\n",
-        t_read, t_read + t_unchecked, bytes / (t_read + t_unchecked) / 1e6 / copy_bw);
     for (const Set& s : sets)
       for (std::int32_t* p : {s.rows, s.counts, s.tables, s.out, s.copy}) cudaFree(p);
     cudaFree(d_verdict);
   }
-  cudaFree(d_sink);
   std::printf(ok ? "paging_bench_cuda: GPU slots matched the CPU backend\n"
                  : "paging_bench_cuda: FAILED correctness check\n");
   return ok ? 0 : 1;

@@ -374,18 +374,18 @@ cuda_mutant indexer cuda-refined-bin-of-the-kth-dropped impl/cuda/indexer_read_o
   's|    warp_append(valid \&\& (merit(item) \& fixed) >= prefix,|    warp_append(valid \&\& (merit(item) \& fixed) > prefix,|'
 cuda_mutant indexer cuda-list-round-place-off impl/cuda/indexer_read_once.cu \
   's|  const unsigned below = (1u << lane) - 1;|  const unsigned below = (2u << lane) - 1;|'
-cuda_mutant paging cuda-slots-written-despite-refusal impl/cuda/paging.cu \
-  's|refusal != kNoRefusal) {|refusal == 0) {|'
-cuda_mutant paging cuda-reverse-pass-skips-a-block impl/cuda/paging.cu \
-  's|const unsigned block = gridDim.x - 1 - blockIdx.x;|const unsigned block = gridDim.x - blockIdx.x;|'
-cuda_mutant paging cuda-one-pass-skips-its-last-quad impl/cuda/paging.cu \
-  's|    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j\[u\]);|    if (u + 1 < kResidentQuads) store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);|'
-cuda_mutant paging cuda-one-pass-verdict-not-reset impl/cuda/paging.cu \
-  's|  if (blockIdx.x == 0 \&\& threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call.s word||'
-cuda_mutant paging cuda-masked-pass-skips-a-block impl/cuda/paging.cu \
-  's|  convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);|  if (blockIdx.x > 0) convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);|'
-cuda_mutant paging cuda-conversion-skips-its-last-quad impl/cuda/paging.cu \
-  's|  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);|'
+cuda_mutant paging cuda-refusal-not-recorded impl/cuda/paging.cu \
+  's|  if (Checked \&\& lowest != kNoRefusal) atomicMin(refusal, lowest);||'
+cuda_mutant paging cuda-refused-lane-written-as-minus-one impl/cuda/paging.cu \
+  's|                       : KeepRefused \&\& taken \&\& !good ? j\[base + u\]\[e\]|                       : false ? j[base + u][e]|'
+cuda_mutant paging cuda-refusal-described-before-the-pass-ends impl/cuda/paging.cu \
+  's|^  wait_for_previous_kernel();$||'
+cuda_mutant paging cuda-verdict-not-reset impl/cuda/device.cu \
+  's|  return cudaMemsetAsync(verdict, 0xff, sizeof \*verdict, stream);|  return 0;|'
+cuda_mutant paging cuda-pass-skips-a-block impl/cuda/paging.cu \
+  's|  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x \| 1, u), g.lanes, j[u]);|'
+cuda_mutant paging cuda-pass-skips-its-last-quad impl/cuda/paging.cu \
+  's|  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-wide-slot-bound-off-by-one impl/cuda/paging.cu \
   's|  if (block < 0 \|\| block > (kMaxSlot - offset) / g.bc) {|  if (block < 0 \|\| block > (kMaxSlot - offset) / g.bc + 1) {|'
 cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \

@@ -92,14 +92,16 @@ TEST_P(Paging, the_masked_conversion_maps_each_refused_lane_to_minus_one) {
   EXPECT_EQ(out, V(2, 77));
 }
 
-TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
+TEST_P(Paging, malformed_calls_are_refused_with_the_models_error) {
   auto refused = [&](const V& rows, std::size_t k, const V& counts, const V& table, std::size_t per,
                      std::int64_t b, std::int64_t r, PagingError want) {
     V out(rows.size(), 77);
     const auto st = backend.slots(rows, k, counts, table, per, b, r, out);
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error(), want);
-    EXPECT_EQ(out, V(rows.size(), 77));
+    const bool data = std::holds_alternative<pe::RowOutsideTable>(want) ||
+                      std::holds_alternative<pe::BadBlock>(want);
+    if (!data || backend.transactional) EXPECT_EQ(out, V(rows.size(), 77));  // else unspecified
   };
   refused({1}, 1, {1}, {7}, 1, 8, 3, pe::BadGeometry{8, 3});
   refused({1}, 1, {1}, {7}, 1, 8, 0, pe::BadGeometry{8, 0});
@@ -117,15 +119,15 @@ TEST_P(Paging, malformed_calls_are_refused_and_write_nothing) {
           pe::BadBlock{0, 1});  // block 1: 2^33 + 5
 }
 
-// Past lab size, on an H200: a call one resident grid's registers hold (the CUDA
-// backend's one-pass kernel) and two too large for it (validation, then
-// conversion), each equal to the model lane for lane (the model itself to the CPU
-// backend), then refused at two lanes (the lower reported) and left untouched.
+// Past lab size: three calls (2, 19 and 42 MiB of lanes at the first geometry),
+// each equal to the model lane for lane (the model itself to the CPU backend), then
+// refused at two lanes (the lower reported; out untouched where the backend is
+// transactional, the model's and the CPU's).
 // Three geometries: the benchmark's (powers of two); an odd K (quads straddle
 // requests) with Bc = 1000003, so rows and slots reach near 2^31 (the CUDA
 // kernels divide by multiplying); and a small K, so a block of the CUDA kernels
 // spans many requests.
-TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
+TEST_P(Paging, large_calls_match_the_model_and_name_the_first_refused_lane) {
   struct Geometry {
     std::size_t k, per;
     std::int64_t block_tokens, ratio;
@@ -167,7 +169,7 @@ TEST_P(Paging, large_calls_match_the_model_and_refuse_whole) {
       ASSERT_FALSE(st.ok());
       EXPECT_EQ(st.error(), (PagingError{pe::RowOutsideTable{early, -9}}))
           << requests << " requests, K " << k;
-      EXPECT_EQ(untouched, V(rows.size(), 77));
+      if (backend.transactional) EXPECT_EQ(untouched, V(rows.size(), 77));
       // The masked conversion of the same lanes: the model's, the two bad lanes -1.
       auto exact_masked =
           model::paged_slots_masked(rows, k, counts, tables, per, geo.block_tokens, geo.ratio);

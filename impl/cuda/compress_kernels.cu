@@ -13,6 +13,7 @@ namespace aether::cuda::compress_kernels {
 namespace {
 constexpr unsigned kWarpsPerBlock = 8;  // the row kernels: a warp per output row
 constexpr int kRowBlocksPerSm = 4;      // 64 registers for the next chunk's loads
+constexpr int kDecodeBlocksPerSm = 3;   // 80: a row's loads and its new positions' entries
 // Prefill at r = 2 streams its (row, chunk) items through shared memory, this many
 // stages deep (48 KiB a block: 3 x 4 loads of 16 bytes x 256 threads).
 constexpr unsigned kStreamStages = 3;
@@ -123,7 +124,7 @@ __device__ void keep_last_positions(const Launch& c, const RequestMeta* requests
     const std::size_t from = std::size_t(q.token_offset + local) * g.width + piece * 128;
     const std::size_t n = least(128, g.width - piece * 128);
     float* to = waits == deferred ? c.ring + entry_of(q, p, g) + piece * 128 : nullptr;
-    copy_checked(c.projected + from, to, n, from, c.refusal, lane, c.vector);
+    copy_checked<1>(c.projected + from, to, n, from, c.refusal, lane, c.vector);
   }
 }
 
@@ -167,40 +168,49 @@ __global__ void keep_deferred_positions(const __grid_constant__ Launch c) {
   keep_last_positions(c, c.table.table(), true);
 }
 
-// Decode, one pass: each token's position into its ring entry and its output row,
-// completed when p mod r = r - 1, its old inputs read from the ring. That equals the
-// model's "write every position first, then read" because S >= r + qmax - 1 keeps
-// the entries written apart from every old entry read (docs/compress.md).
+// Decode, one pass: each token's output row, completed when p mod r = r - 1, its
+// old inputs read from the ring and its new ones from `projected`, which the warp
+// also writes into their ring entries; then the positions whose group stays pending
+// into theirs. That equals the model's "write every position first, then read"
+// because S >= r + qmax - 1 keeps the entries written apart from every old entry
+// read (docs/compress.md). (The two loops apart: a copy beside a row's registers
+// spilled both.)
 template <int R>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
     decode_rows(const __grid_constant__ Launch c) {
   wait_for_previous_kernel();  // a dependent of the table's upload, if any
   const unsigned lane = threadIdx.x % 32;
   const Geometry& g = c.g;
-  for_each_item(
-      c.table.table(), c.table.count, c.tokens, [](const RequestMeta& m) { return m.token_offset; },
-      [&](const RequestMeta& q, std::size_t token) {
-        const std::int64_t r = R > 0 ? R : g.ratio,
-                           p = q.start + (std::int64_t(token) - q.token_offset);
-        // a position whose group completes in this step goes into the ring with the
-        // group's row (16-byte paths); the others here
-        const bool with_its_row = R > 0 && p / r * r + r - 1 < q.start + q.tokens;
-        if (!with_its_row)
-          copy_checked(c.projected + token * g.width, c.ring + entry_of(q, p, g), g.width,
-                       token * g.width, c.refusal, lane, c.vector);
-        const std::int64_t j = p % r == r - 1 ? p / r : -1;
-        if (lane == 0) {
-          c.row_index[token] = std::int32_t(j);
-          c.positions[token] = j < 0 ? 0 : std::int32_t(j * r);
-        }
-        std::uint16_t* out = c.out + token * g.dim;
-        if (j < 0) {
-          for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
-        } else {
-          group_row<R>(q, j, c.projected, c.ring, g, c.refusal, out, lane,
-                       R > 0 ? c.ring : nullptr);
-        }
-      });
+  const std::int64_t r = R > 0 ? R : g.ratio;  // a constant where the template gives it
+  const auto token_offset = [](const RequestMeta& m) { return m.token_offset; };
+  // a position whose group completes in the step goes into the ring with its row
+  // (16-byte paths)
+  const auto with_its_row = [&](const RequestMeta& q, std::int64_t p) {
+    return R > 0 && p / r * r + r - 1 < q.start + q.tokens;
+  };
+  for_each_item(c.table.table(), c.table.count, c.tokens, token_offset,
+                [&](const RequestMeta& q, std::size_t token) {
+                  const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);
+                  const std::int64_t j = p % r == r - 1 ? p / r : -1;
+                  if (lane == 0) {
+                    c.row_index[token] = std::int32_t(j);
+                    c.positions[token] = j < 0 ? 0 : std::int32_t(j * r);
+                  }
+                  std::uint16_t* out = c.out + token * g.dim;
+                  if (j < 0) {
+                    for (unsigned d = lane; d < g.dim; d += 32) out[d] = 0;
+                  } else {
+                    group_row<R>(q, j, c.projected, c.ring, g, c.refusal, out, lane,
+                                 R > 0 ? c.ring : nullptr);
+                  }
+                });
+  for_each_item(c.table.table(), c.table.count, c.tokens, token_offset,
+                [&](const RequestMeta& q, std::size_t token) {
+                  const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);
+                  if (!with_its_row(q, p))
+                    copy_checked<8>(c.projected + token * g.width, c.ring + entry_of(q, p, g),
+                                 g.width, token * g.width, c.refusal, lane, c.vector);
+                });
 }
 
 // Calls f(std::integral_constant<int, R>) for the kernels' ratio template.

@@ -26,13 +26,13 @@ __device__ inline float component(const float4& x, int k) {
 
 // The warp copies n floats from `from` to `to` (nullptr: only checks them), 16 bytes
 // a lane where `vector` (n a multiple of 4, both 16-byte aligned), reporting every
-// non-finite value by `code` + its offset. Eight loads a lane are in flight before
-// the first store (a 4 KiB position at once): a store may alias the next load, so
-// one load at a time would wait out DRAM's latency at every step.
+// non-finite value by `code` + its offset. kLoads loads a lane are in flight before
+// the first store (8: a 4 KiB position at once): a store may alias the next load,
+// so one load at a time would wait out DRAM's latency at every step.
+template <int kLoads>
 __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
                                     unsigned long long code, unsigned long long* refusal,
                                     unsigned lane, bool vector) {
-  constexpr int kLoads = 8;
   if (vector) {
     const std::size_t quads = n / 4;
     for (std::size_t base = lane; base < quads; base += 32 * kLoads) {
@@ -70,8 +70,10 @@ __device__ void channel_quad(const float4 (&s)[R], const float4 (&v)[R], const I
   bool finite = true;
 #pragma unroll
   for (int t = 0; t < R; ++t) finite = finite & all_finite(s[t]) & all_finite(v[t]);
-  if (!finite)
+  if (!finite)  // unrolled: a loop indexing the registers by t would put them in memory
+#pragma unroll
     for (int t = 0; t < R; ++t)
+#pragma unroll
       for (unsigned c = 0; c < 4; ++c) {
         if (!isfinite(component(s[t], int(c)))) report(refusal, in[t].code + d + c);
         if (!isfinite(component(v[t], int(c)))) report(refusal, in[t].code + D + d + c);

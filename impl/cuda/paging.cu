@@ -1,4 +1,3 @@
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -6,6 +5,7 @@
 #include <limits>
 
 #include "impl/cuda/device.hpp"
+#include "impl/cuda/launch.cuh"
 #include "impl/cuda/paging.hpp"
 
 namespace aether::cuda {
@@ -93,13 +93,13 @@ __device__ __forceinline__ std::int32_t load_if(bool take, const std::int32_t* p
 
 // B quads of rows, j[base, base + B), become their slots in place (quad u holds
 // lanes [4 quad(u), 4 quad(u) + 4)), `lowest` lowered to the first refusal among
-// them. 32-bit arithmetic (a narrow call). The loads go in two waves, each lane's
-// valid count, then each lane's table entry, rather than a dependent pair per
-// lane, so the lanes' lookups overlap instead of queueing; and the few
+// them; a refused lane becomes -1, or keeps its row (KeepRefused). 32-bit arithmetic (a narrow
+// call). The loads go in two waves, each lane's valid count, then each lane's table entry, rather
+// than a dependent pair per lane, so the lanes' lookups overlap instead of queueing; and the few
 // instructions per lane matter as much, since large calls are issue-bound. When
 // k is a multiple of 4 (OneRequest) a quad's lanes share their request, found
 // once per quad.
-template <bool OneRequest, int B, int U, class QuadOf>
+template <bool OneRequest, bool KeepRefused, int B, int U, class QuadOf>
 __device__ __forceinline__ void convert_narrow(std::int32_t (&j)[U][4], int base, QuadOf quad,
                                                const std::int32_t* valid_counts,
                                                const std::int32_t* tables, const Geometry& g,
@@ -143,52 +143,52 @@ __device__ __forceinline__ void convert_narrow(std::int32_t (&j)[U][4], int base
       const bool taken = i < limit[u][e] && j[base + u][e] != -1;
       const bool in_table = row < g.rows_in_table,
                  good = in_table && block[u][e] >= 0 && slot <= kMaxSlot;
-      j[base + u][e] = taken && good ? std::int32_t(slot) : -1;
+      j[base + u][e] = taken && good                   ? std::int32_t(slot)
+                       : KeepRefused && taken && !good ? j[base + u][e]
+                                                       : -1;
       if (taken && !good) [[unlikely]]
         lowest = min(lowest, refusal_code(lane_of(u, e), in_table ? 1 : 0));
     }
 }
 
 // U quads of rows become their slots in place, B at a time, `lowest` lowered to
-// the first refusal among them. Calls too wide for 32-bit arithmetic go lane by
-// lane through slot_of (only where Wide: the one-pass kernels take only narrow
-// calls).
-template <int B, bool Wide = true, int U, class QuadOf>
+// the first refusal among them (a refused lane as convert_narrow leaves it). Calls
+// too wide for 32-bit arithmetic go lane by lane through slot_of.
+template <int B, bool KeepRefused, int U, class QuadOf>
 __device__ __forceinline__ void convert_quads(std::int32_t (&j)[U][4], QuadOf quad,
                                               const std::int32_t* valid_counts,
                                               const std::int32_t* tables, const Geometry& g,
                                               unsigned long long& lowest) {
   static_assert(U % B == 0);
-  if (Wide && !g.narrow) {
+  if (!g.narrow) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const std::size_t lane = 4 * quad(u) + std::size_t(e);
         int bad = -1;
-        j[u][e] = lane < g.lanes ? slot_of(j[u][e], lane, valid_counts, tables, g, &bad) : -1;
+        const std::int32_t row = j[u][e];
+        j[u][e] = lane < g.lanes ? slot_of(row, lane, valid_counts, tables, g, &bad) : -1;
         if (bad >= 0) lowest = min(lowest, refusal_code(lane, bad));
+        if (KeepRefused && bad >= 0) j[u][e] = row;
       }
     return;
   }
 #pragma unroll
   for (int base = 0; base < U; base += B) {
     if (g.k32.d % 4 == 0)
-      convert_narrow<true, B>(j, base, quad, valid_counts, tables, g, lowest);
+      convert_narrow<true, KeepRefused, B>(j, base, quad, valid_counts, tables, g, lowest);
     else
-      convert_narrow<false, B>(j, base, quad, valid_counts, tables, g, lowest);
+      convert_narrow<false, KeepRefused, B>(j, base, quad, valid_counts, tables, g, lowest);
   }
 }
 
 constexpr std::size_t kLanesPerBlock = std::size_t(kThreads) * kQuads * 4;
-// The one-pass kernel holds 16 lanes per thread in registers.
-constexpr int kResidentQuads = 4;
 
 // A thread's quads (lanes [4q, 4q + 4)) lie kThreads apart, so each load of a
 // warp covers 512 contiguous bytes.
-template <int Quads = kQuads>
 __device__ __forceinline__ std::size_t quad_of(unsigned block, int u) {
-  return (std::size_t(block) * Quads + std::size_t(u)) * kThreads + threadIdx.x;
+  return (std::size_t(block) * kQuads + std::size_t(u)) * kThreads + threadIdx.x;
 }
 
 // One 16-byte access per quad when Vector (rows and out 16-byte aligned), else
@@ -217,106 +217,39 @@ __device__ __forceinline__ void store_quad(std::int32_t* out, std::size_t q, std
     if (4 * q + e < lanes) out[4 * q + e] = s[e];
 }
 
-// The refused lane's row, and for a bad block the block id, for the host's error.
-__device__ void describe(unsigned long long refusal, const std::int32_t* rows,
-                         const std::int32_t* tables, const Geometry& g, DeviceVerdict* verdict) {
+// The lanes of each block (kQuads quads a thread) read, converted and written in
+// one pass; each thread reads all its lanes before writing any, as out may be
+// rows. Checked: the lowest refusal goes into *refusal and a refused lane is
+// written as its row (out is unspecified after a refusal, and with out == rows
+// describe_refusal still finds the row there); masked (model::paged_slots_masked):
+// a refused lane is -1 and nothing is recorded.
+template <bool Vector, bool Checked>
+__global__ void __launch_bounds__(kThreads)
+    convert(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
+            Geometry g, unsigned long long* refusal, std::int32_t* out) {
+  std::int32_t j[kQuads][4];
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j[u]);
+  unsigned long long lowest = kNoRefusal;
+  convert_quads<kQuads, Checked>(
+      j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, lowest);
+  if (Checked && lowest != kNoRefusal) atomicMin(refusal, lowest);
+#pragma unroll
+  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);
+}
+
+// After the checked pass (its programmatic dependent): the refused lane's row, and
+// for a bad block the block id, for the host's error.
+__global__ void describe_refusal(const std::int32_t* rows, const std::int32_t* tables, Geometry g,
+                                 DeviceVerdict* verdict) {
+  wait_for_previous_kernel();
+  const unsigned long long refusal = verdict->refusal;
+  if (refusal == kNoRefusal) return;
   const std::size_t lane = std::size_t(refusal >> 1);
   const std::int64_t row = rows[lane];
   verdict->detail[0] = row;
   if (refusal & 1)
     verdict->detail[1] = tables[lane / g.k * g.blocks_per_request + std::size_t(row / g.bc)];
-}
-
-template <bool Vector>
-__global__ void __launch_bounds__(kThreads)
-    validate(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-             Geometry g, unsigned long long* refusal) {
-  std::int32_t j[kQuads][4];
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j[u]);
-  unsigned long long lowest = kNoRefusal;
-  convert_quads<kQuads>(
-      j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, lowest);
-  if (lowest != kNoRefusal) atomicMin(refusal, lowest);
-}
-
-// The lanes of block `block` (of kQuads quads a thread) converted and written, a
-// lane the conversion would refuse as -1. Each thread reads all its lanes before
-// writing any, as out may be rows.
-template <bool Vector>
-__device__ __forceinline__ void convert_block(unsigned block, const std::int32_t* rows,
-                                              const std::int32_t* valid_counts,
-                                              const std::int32_t* tables, const Geometry& g,
-                                              std::int32_t* out) {
-  std::int32_t j[kQuads][4];
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(block, u), g.lanes, j[u]);
-  unsigned long long refused = kNoRefusal;  // the lanes it would name are -1 already
-  convert_quads<kQuads>(
-      j, [block](int u) { return quad_of(block, u); }, valid_counts, tables, g, refused);
-#pragma unroll
-  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(block, u), g.lanes, j[u]);
-}
-
-// After validate on the same stream: converts when the verdict is clean, else
-// records the refused lane's row and block for the host and writes nothing.
-// Blocks take the quads in reverse order: the last ones validated are the
-// likeliest still in L2.
-template <bool Vector>
-__global__ void __launch_bounds__(kThreads)
-    convert(const std::int32_t* rows, const std::int32_t* valid_counts, const std::int32_t* tables,
-            Geometry g, DeviceVerdict* verdict, std::int32_t* out) {
-  if (const unsigned long long refusal = verdict->refusal; refusal != kNoRefusal) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) describe(refusal, rows, tables, g, verdict);
-    return;
-  }
-  const unsigned block = gridDim.x - 1 - blockIdx.x;
-  convert_block<Vector>(block, rows, valid_counts, tables, g, out);
-}
-
-// The masked conversion (model::paged_slots_masked): nothing to wait for, so
-// one pass, no verdict.
-template <bool Vector>
-__global__ void __launch_bounds__(kThreads)
-    convert_masked(const std::int32_t* rows, const std::int32_t* valid_counts,
-                   const std::int32_t* tables, Geometry g, std::int32_t* out) {
-  convert_block<Vector>(blockIdx.x, rows, valid_counts, tables, g, out);
-}
-
-// Calls whose lanes fit in one resident grid's registers (launched
-// cooperatively): every lane read, checked and converted on chip, then the slots
-// written only if no lane was refused. One read of the rows and tables instead of
-// two, and one launch: block 0 resets the verdict word, a grid-wide barrier,
-// refusals recorded, a second barrier, the word read (a barrier costs less than
-// the reset kernel's launch). Larger calls take the two kernels: holding more
-// lanes per thread in shared memory is slower from 8 to 32 MiB (docs/performance.md).
-template <bool Vector>
-__global__ void __launch_bounds__(kThreads)
-    convert_resident(const std::int32_t* rows, const std::int32_t* valid_counts,
-                     const std::int32_t* tables, Geometry g, DeviceVerdict* verdict,
-                     std::int32_t* out) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) verdict->refusal = kNoRefusal;  // this call's word
-  std::int32_t j[kResidentQuads][4];
-#pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u)
-    load_quad<Vector>(rows, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
-  unsigned long long lowest = kNoRefusal;
-  convert_quads<kResidentQuads, false>(
-      j, [](int u) { return quad_of<kResidentQuads>(blockIdx.x, u); }, valid_counts, tables, g,
-      lowest);
-  const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
-  grid.sync();  // the word reset (block 0, first thing) before any block records a refusal
-  if (lowest != kNoRefusal) atomicMin(&verdict->refusal, lowest);
-  grid.sync();  // every lane checked; the word final
-  if (const unsigned long long refusal =
-          *static_cast<volatile unsigned long long*>(&verdict->refusal);
-      refusal != kNoRefusal) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) describe(refusal, rows, tables, g, verdict);
-    return;
-  }
-#pragma unroll
-  for (int u = 0; u < kResidentQuads; ++u)
-    store_quad<Vector>(out, quad_of<kResidentQuads>(blockIdx.x, u), g.lanes, j[u]);
 }
 
 // The host's refusals (geometry, shapes), else the call's geometry.
@@ -346,61 +279,24 @@ Status<PagingError> plan(std::size_t lanes, std::size_t k, std::size_t requests,
   return Ok{};
 }
 
-// One cooperative pass when the call fits one resident grid; false if it does
-// not. The pass resets the verdict word itself.
-template <bool Vector>
-bool launched_resident(const std::int32_t* rows, const std::int32_t* valid_counts,
-                       const std::int32_t* tables, Geometry g, DeviceVerdict* verdict,
-                       std::int32_t* out, Stream stream, cudaError_t* e) {
-  constexpr std::size_t per_block = std::size_t(kThreads) * kResidentQuads * 4;
-  const std::size_t blocks = (g.lanes + per_block - 1) / per_block;
-  const void* kernel = reinterpret_cast<const void*>(&convert_resident<Vector>);
-  if (blocks > resident_blocks(kernel, kThreads, 0)) return false;
-  void* args[] = {&rows, &valid_counts, &tables, &g, &verdict, &out};
-  *e = cudaLaunchCooperativeKernel(kernel, dim3(unsigned(blocks)), dim3(kThreads), args, 0, stream);
-  return true;
-}
-
-// The one-pass kernel when the call fits, else validate then convert (`reset`:
-// the verdict word is set to kNoRefusal first).
-template <bool Vector>
-cudaError_t launch_passes(const std::int32_t* rows, const std::int32_t* valid_counts,
-                          const std::int32_t* tables, Geometry g, DeviceVerdict* verdict,
-                          std::int32_t* out, bool reset, Stream stream) {
-  cudaError_t e = cudaSuccess;
-  if (g.narrow &&
-      launched_resident<Vector>(rows, valid_counts, tables, g, verdict, out, stream, &e))
-    return e;
-  if (reset)
-    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
-        e != cudaSuccess)
-      return e;
-  const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
-  validate<Vector>
-      <<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, &verdict->refusal);
-  convert<Vector><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, verdict, out);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_masked(const std::int32_t* rows, const std::int32_t* valid_counts,
-                          const std::int32_t* tables, const Geometry& g, std::int32_t* out,
-                          Stream stream) {
-  const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
-  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 &&
-      reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
-    convert_masked<true><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, out);
-  else
-    convert_masked<false><<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, out);
-  return cudaGetLastError();
-}
-
+// The conversion's kernel, the checked one followed by describe_refusal (the
+// verdict reset before: begin_verdict, reset_verdict).
 cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts,
                    const std::int32_t* tables, const Geometry& g, DeviceVerdict* verdict,
-                   std::int32_t* out, bool reset, Stream stream) {
-  if (reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 &&
-      reinterpret_cast<std::uintptr_t>(out) % 16 == 0)
-    return launch_passes<true>(rows, valid_counts, tables, g, verdict, out, reset, stream);
-  return launch_passes<false>(rows, valid_counts, tables, g, verdict, out, reset, stream);
+                   std::int32_t* out, Stream stream) {
+  const unsigned blocks = unsigned((g.lanes + kLanesPerBlock - 1) / kLanesPerBlock);
+  const bool vector = reinterpret_cast<std::uintptr_t>(rows) % 16 == 0 &&
+                      reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  unsigned long long* refusal = verdict != nullptr ? &verdict->refusal : nullptr;
+  const auto kernel = verdict == nullptr ? (vector ? convert<true, false> : convert<false, false>)
+                                         : (vector ? convert<true, true> : convert<false, true>);
+  kernel<<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, refusal, out);
+  if (verdict != nullptr)
+    if (cudaError_t e =
+            overlapped(describe_refusal, dim3(1), 32, 0, stream, rows, tables, g, verdict);
+        e != cudaSuccess)
+      return e;
+  return cudaGetLastError();
 }
 }  // namespace
 
@@ -422,14 +318,10 @@ Status<PagingError> enqueue_paged_slots(device_span<const std::int32_t> rows, st
                     block_tokens, ratio, out.size(), &g);
       !s.ok())
     return s;
-  if (rows.empty()) {
-    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
-        e != cudaSuccess)
-      return pe::DeviceFailure{int(e)};
-    return Ok{};
-  }
+  if (int e = reset_verdict(verdict, stream)) return pe::DeviceFailure{e};
+  if (rows.empty()) return Ok{};
   if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, verdict,
-                             out.data(), true, stream);
+                             out.data(), stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   return Ok{};
@@ -449,7 +341,7 @@ Status<PagingError> paged_slots(device_span<const std::int32_t> rows, std::size_
   Verdict v;
   if (int e = begin_verdict(v, stream)) return pe::DeviceFailure{e};
   if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, v.device,
-                             out.data(), false, stream);
+                             out.data(), stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   if (int e = end_verdict(v, stream)) return pe::DeviceFailure{e};
@@ -468,8 +360,8 @@ Status<PagingError> enqueue_paged_slots_masked(device_span<const std::int32_t> r
       !s.ok())
     return s;
   if (rows.empty()) return Ok{};
-  if (cudaError_t e = launch_masked(rows.data(), valid_counts.data(), block_tables.data(), g,
-                                    out.data(), stream);
+  if (cudaError_t e = launch(rows.data(), valid_counts.data(), block_tables.data(), g, nullptr,
+                             out.data(), stream);
       e != cudaSuccess)
     return pe::DeviceFailure{int(e)};
   return Ok{};

@@ -1,11 +1,11 @@
 // CUDA backend of logical-row -> paged-slot conversion: the CPU signature
-// (impl/cpu/paging.hpp) over device memory, out may be rows itself. Refusals
-// depend on device data, so every lane is checked before any is written: in one
-// cooperative kernel with a grid-wide barrier when the call's lanes fit in the
-// registers of one resident grid, else a first kernel finds the lowest bad lane
-// and the converting kernel writes only if there is none (it reads the verdict
-// itself). paged_slots waits once, returns the model's error and writes nothing on
-// a refusal.
+// (impl/cpu/paging.hpp) over device memory, out may be rows itself. One pass reads
+// each lane's row, valid count and table entry once and writes its slot; the
+// lowest refused lane is recorded on the way, so a call refused for its data
+// (RowOutsideTable, BadBlock: SPEC section 3) returns the model's error with out
+// unspecified (the CPU backend is stricter: it writes nothing). Geometry and shape
+// refusals are decided before any device work and leave out untouched.
+// paged_slots waits once for the verdict.
 #pragma once
 
 #include <cstddef>
@@ -26,9 +26,9 @@ Status<PagingError> paged_slots(device_span<const std::int32_t> rows, std::size_
 // The same conversion queued on `stream` without waiting, for callers that keep
 // the host off the critical path (a serving loop, a CUDA graph: it only launches
 // work). Geometry and shape refusals return at once; refusals that depend on the
-// device data are left in *verdict (device memory the caller owns), with nothing
-// written to out. After the stream, copy *verdict to the host and read it with
-// paged_slots_verdict.
+// device data are left in *verdict (device memory the caller owns, reset by the
+// call), out then unspecified. After the stream, copy *verdict to the host and read
+// it with paged_slots_verdict.
 Status<PagingError> enqueue_paged_slots(device_span<const std::int32_t> rows, std::size_t k,
                                         device_span<const std::int32_t> valid_counts,
                                         device_span<const std::int32_t> block_tables,

@@ -106,7 +106,7 @@ SlotsFn shifted_staged(Convert convert) {
 
 PagingBackend cuda_paging_backend() {
   return {"cuda", staged([](auto... a) { return cuda::paged_slots(a...); }),
-          staged([](auto... a) { return cuda::paged_slots_masked(a...); })};
+          staged([](auto... a) { return cuda::paged_slots_masked(a...); }), false};
 }
 
 PagingBackend cuda_queued_paging_backend() {
@@ -123,7 +123,8 @@ PagingBackend cuda_queued_paging_backend() {
           shifted_staged([](auto rows, auto k, auto counts, auto tables, auto per, auto b, auto r,
                             auto out, cuda::DeviceVerdict*) {
             return cuda::enqueue_paged_slots_masked(rows, k, counts, tables, per, b, r, out);
-          })};
+          }),
+          false};
 }
 
 }  // namespace aether::props

@@ -45,6 +45,9 @@ struct PagingBackend {
       std::int64_t block_tokens, std::int64_t ratio, std::span<std::int32_t> out)>
       slots;
   decltype(slots) masked;  // the masked conversion (model::paged_slots_masked), the same signature
+  // A call refused for its data (RowOutsideTable, BadBlock) leaves out untouched:
+  // the model and the CPU; CUDA's one pass leaves it unspecified (SPEC section 3).
+  bool transactional = true;
 };
 
 IndexerBackend model_indexer_backend();
