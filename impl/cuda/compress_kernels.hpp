@@ -25,8 +25,8 @@ struct Launch {
   std::uint16_t* out = nullptr;
   std::int32_t *row_index = nullptr, *positions = nullptr;
   unsigned long long* refusal = nullptr;  // the verdict word, kNoRefusal before the call
-  int ratio_path = 0;   // 1, 2 or 4: the 16-byte register paths; 0: any ratio
-  bool vector = false;  // D % 4 == 0 and projected, ring 16-byte aligned
+  int ratio_path = 0;                     // 1, 2 or 4: the 16-byte register paths; 0: any ratio
+  bool vector = false;                    // D % 4 == 0 and projected, ring 16-byte aligned
 };
 
 cudaError_t queue_prefill(const Launch& launch, Stream stream);
