@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
                   const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);
                   if (!with_its_row(q, p))
                     copy_checked<8>(c.projected + token * g.width, c.ring + entry_of(q, p, g),
-                                 g.width, token * g.width, c.refusal, lane, c.vector);
+                                    g.width, token * g.width, c.refusal, lane, c.vector);
                 });
 }
 
