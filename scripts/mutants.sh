@@ -345,7 +345,7 @@ cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress_kernels
 cuda_mutant compress cuda-stream-skips-a-row-s-last-chunk impl/cuda/compress_kernels.cu \
   's|    if (++at.chunk == chunks) at.chunk = 0, ++at.row;|    if (++at.chunk + 1 >= chunks) at.chunk = 0, ++at.row;|'
 cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress_kernels.cu \
-  's|const bool with_its_row = R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|const bool with_its_row = R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
+  's|    return R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|    return R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
 cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress_rows.cuh \
   's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once_finish.cu \
@@ -378,10 +378,6 @@ cuda_mutant paging cuda-refusal-not-recorded impl/cuda/paging.cu \
   's|  if (Checked \&\& lowest != kNoRefusal) atomicMin(refusal, lowest);||'
 cuda_mutant paging cuda-refused-lane-written-as-minus-one impl/cuda/paging.cu \
   's|                       : KeepRefused \&\& taken \&\& !good ? j\[base + u\]\[e\]|                       : false ? j[base + u][e]|'
-cuda_mutant paging cuda-refusal-described-before-the-pass-ends impl/cuda/paging.cu \
-  's|^  wait_for_previous_kernel();$||'
-cuda_mutant paging cuda-verdict-not-reset impl/cuda/device.cu \
-  's|  return cudaMemsetAsync(verdict, 0xff, sizeof \*verdict, stream);|  return 0;|'
 cuda_mutant paging cuda-pass-skips-a-block impl/cuda/paging.cu \
   's|  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x \| 1, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-pass-skips-its-last-quad impl/cuda/paging.cu \
