@@ -87,6 +87,35 @@ AETHER_PROP(CompressModel, every_chunk_partition_gives_the_same_rows_and_pending
   }
 }
 
+// The score gate's exact path for a group whose scores differ: compress_group(Score)
+// holds the weighted mean at every weight inside exp's enclosures (its range over
+// that box is attained at the box's vertices, and the enclosures' lower ends are a
+// point of the box), it is tight (narrower than 2^-60 of the largest value), and it
+// lies inside the fp32 enclosure, which holds the exact row as well.
+AETHER_PROP(CompressModel, the_score_gate_holds_the_weighted_mean_at_exps_enclosures, "model", ()) {
+  const int r = *gen::inRange(2, 5);
+  std::vector<Position> group;
+  for (int t = 0; t < r; ++t)
+    group.push_back(
+        Position{{Rational(*gen::inRange(-128, 129), 16)}, {Rational(*gen::inRange(-20, 21))}, {}});
+  const auto differ = [&](auto field) {
+    return std::any_of(group.begin(), group.end(),
+                       [&](const Position& p) { return field(p) != field(group[0]); });
+  };
+  RC_PRE(differ([](const Position& p) { return p.gate[0]; }) &&
+         differ([](const Position& p) { return p.value[0]; }));
+  Rational m = group[0].gate[0];
+  for (const Position& p : group) m = std::max(m, p.gate[0]);
+  std::vector<Position> weighted = group;
+  for (Position& p : weighted) p.gate[0] = model::exp_enclosure(p.gate[0] - m).lo;
+  const Interval z = model::compress_group(group, Gate::Score)[0];
+  const Rational at = model::compress_group(weighted, Gate::Weight)[0].lo;
+  RC_ASSERT(z.contains(at));
+  RC_ASSERT(z.hi - z.lo <= Rational(20, model::Integer(1) << 60));
+  const Interval fp32 = model::compress_group_fp32(group)[0];
+  RC_ASSERT(fp32.lo <= z.lo && z.hi <= fp32.hi);
+}
+
 // A schedule of verify steps over the true sequence `in`: each drafts up to qmax
 // positions (the accepted prefix true, the rest garbage) and accepts a prefix.
 struct Schedule {
@@ -163,19 +192,6 @@ AETHER_PROP(CompressModel, one_entry_less_than_r_plus_qmax_minus_1_corrupts_a_ro
   }
 }
 
-// y (bf16 bits) is the nearest-even rounding of some x in z: |rn(x) - x| <= 2^-8 |x|
-// (normal) or 2^-134 (subnormal), and rn is monotone.
-// A non-finite y is outside every interval (checked before any rational arithmetic:
-// GMP has no NaN).
-bool bf16_within(std::uint16_t y, const Interval& z) {
-  const float x = std::bit_cast<float>(std::uint32_t(y) << 16);
-  if (!std::isfinite(x)) return false;
-  const Rational value = model::exact(x);
-  const Rational m = std::max(Rational(abs(z.lo)), Rational(abs(z.hi)));
-  const Rational slack = m / 256 + Rational(1, model::Integer(1) << 134);
-  return z.lo - slack <= value && value <= z.hi + slack;
-}
-
 void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
   const props::BatchCall c = *props::gen_batch_call(grid);
   const std::size_t D = c.shape.dim;
@@ -226,14 +242,13 @@ void agrees_with_the_model(const props::CompressBackend& backend, bool grid) {
     RC_ASSERT(index[i] == row.row);
     RC_ASSERT(positions[i] == row.position);
     for (std::size_t d = 0; d < D; ++d) {
+      // the grid's rows are exact (lo == hi): the bits are determined there
       const std::uint16_t y = rows[i * D + d];
-      const float x = std::bit_cast<float>(std::uint32_t(y) << 16);
-      const bool ok =
-          grid ? std::isfinite(x) && model::exact(x) == row.z[d].lo : bf16_within(y, row.z[d]);
-      if (!ok)
+      if (!props::bf16_between(y, row.z[d]))
         RC_FAIL("row " + std::to_string(i) + " channel " + std::to_string(d) + ": bf16 " +
-                std::to_string(y) + " outside [" + row.z[d].lo.str() + ", " + row.z[d].hi.str() +
-                "]");
+                std::to_string(y) + " is not the rounding of a value in [" + row.z[d].lo.str() +
+                ", " + row.z[d].hi.str() + "]: " + std::to_string(props::bf16_round(row.z[d].lo)) +
+                " to " + std::to_string(props::bf16_round(row.z[d].hi)));
     }
   }
 }
@@ -246,11 +261,16 @@ AETHER_PROP(CompressCpu, rows_are_exact_on_the_grid, "L0+L1", ()) {
   agrees_with_the_model(props::cpu_compress_backend(), true);
 }
 
-// C1: a group of one position; its softmax is 1 and the row is the latent, rounded
-// to the nearest bf16 (ties to even), computed here from the two candidates.
+// C1: a group of one position; its softmax is 1 and the row is the latent rounded to
+// the nearest bf16, ties to even (props::bf16_round, exact). D reaches the CPU's
+// eight-lane path and its tail; the latents include exact ties, their fp32
+// neighbours and the largest finite bf16 with the values either side of its rounding
+// boundary.
 AETHER_PROP(CompressCpu, c1_rows_are_the_latents_rounded_to_bf16, "L1", ()) {
-  const std::size_t n = *gen::inRange<std::size_t>(0, 20), dim = *gen::inRange<std::size_t>(1, 4);
-  const props::Sequence seq = *props::gen_float_sequence(n, dim);
+  const std::size_t n = *gen::inRange<std::size_t>(0, 20),
+                    dim = *gen::element<std::size_t>(1, 2, 3, 4, 8, 9, 12, 16);
+  const props::Sequence seq =
+      *gen::oneOf(props::gen_float_sequence(n, dim), props::gen_grid_sequence(n, dim, 1));
   const std::vector<std::size_t> whole{n};
   const auto run = props::run_chunks(props::cpu_compress_backend(), {1, dim, 1, 1}, seq, whole);
   RC_ASSERT(run.ok());
@@ -260,12 +280,7 @@ AETHER_PROP(CompressCpu, c1_rows_are_the_latents_rounded_to_bf16, "L1", ()) {
     RC_ASSERT(row.size() == dim);
     for (std::size_t d = 0; d < dim; ++d) {
       const float v = seq.projected[std::size_t(j) * 2 * dim + dim + d];
-      const std::uint32_t down = std::bit_cast<std::uint32_t>(v) & 0xffff0000u,
-                          up = down + 0x10000u;
-      const double lo = std::bit_cast<float>(down), hi = std::bit_cast<float>(up);
-      const double dl = std::abs(double(v) - lo), dh = std::abs(hi - double(v));
-      const std::uint32_t nearest = dl < dh ? down : dh < dl ? up : ((down >> 16) & 1 ? up : down);
-      RC_ASSERT(row[d] == std::uint16_t(nearest >> 16));
+      RC_ASSERT(row[d] == props::bf16_round(model::exact(v)));
     }
   }
 }

@@ -278,6 +278,14 @@ mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
   's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
 mutant compress model-refusal-may-change-pending-inputs model/compress.cpp \
   's|      if (!pending.contains(entry_of(p))) may_change.insert(entry_of(p));|      may_change.insert(entry_of(p));|'
+# bf16 ties rounded other than to even (the eight-lane path down, the scalar one
+# away), and the score gate weighting every position by the first one's score
+mutant compress cpu-bf16-eight-lanes-ties-down impl/cpu/compress.cpp \
+  's|      _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), odd), 16);|      _mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), 16);|'
+mutant compress math-bf16-ties-away impl/compress_math.hpp \
+  's|  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) \& 1u)) >> 16);|  return std::uint16_t((bits + 0x8000u) >> 16);|'
+mutant compress model-score-gate-weights-by-the-first-score model/compress.cpp \
+  's|    for (const Rational\& s : g) w.push_back(exp_enclosure(s - m));|    for (const Rational\& s : g) w.push_back(exp_enclosure(g.front() + 0 * s - m));|'
 mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \

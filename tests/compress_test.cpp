@@ -88,6 +88,54 @@ TEST(CompressModel, lab26_six_position_decode_ring_7_keeps_ring_6_corrupts) {
   EXPECT_FALSE(ring_capacity_ok(6, 2, 6));
 }
 
+// A.7, exercise 1: the first pair with equal weights in each channel. Its row
+// becomes the ordinary averages ((0 + 8) / 2, (10 + 2) / 2) = (4, 6); so does
+// channel 0 of the third row, whose weights are equal already ((1 + 5) / 2 = 3).
+// The chunk checks are unchanged: valid and reserved rows (0, 1), (2, 2), (1, 1),
+// position 6 pending.
+TEST(CompressModel, a7_equal_weights_give_ordinary_averages) {
+  auto in = lab_positions();
+  in[0].gate = {1, 1};
+  in[1].gate = {1, 1};
+  EXPECT_EQ(model::whole_sequence_rows(in, 2, Gate::Weight),
+            (std::vector<std::vector<Interval>>{point(4, 6), point(8, 3), point(3, 5)}));
+  model::Ring ring(7);
+  const std::pair<std::size_t, std::size_t> chunks[3] = {{0, 1}, {1, 4}, {4, 7}};
+  const std::pair<std::size_t, std::size_t> want[3] = {{0, 1}, {2, 2}, {1, 1}};
+  for (int c = 0; c < 3; ++c) {
+    const auto rows = model::prefill(
+        ring, 2, std::span(in).subspan(chunks[c].first, chunks[c].second - chunks[c].first),
+        Gate::Weight);
+    const auto valid = std::size_t(
+        std::count_if(rows.begin(), rows.end(), [](const model::Row& r) { return r.row >= 0; }));
+    EXPECT_EQ(std::pair(valid, rows.size()), want[c]) << "chunk " << c;
+  }
+  EXPECT_EQ(model::pending(ring, 2), std::vector<Position>{in[6]});
+}
+
+// A.7, exercise 3: C2 with at most four new positions. Sufficient: S = r + qmax - 1
+// = 5 (the capacity argument in docs/compress.md). The write that breaks a ring of
+// 4: position 0 pending (start 1), a step of positions 1 to 4; position 4 goes to
+// entry 4 mod 4 = 0, position 0's, before pair (0, 1) completing at position 1 is
+// read. Equal weights, values 1 to 5: the pair's row is (1 + 2) / 2 = 3/2 with ring
+// 5, and (5 + 2) / 2 = 7/2 with ring 4.
+TEST(CompressModel, a7_c2_with_four_new_positions_ring_5_suffices_and_ring_4_breaks) {
+  std::vector<Position> in;
+  for (int p = 0; p < 5; ++p) in.push_back(Position{{1}, {Rational(p + 1)}, {}});
+  EXPECT_EQ(ring_needed(2, 4, true), 5);
+  for (const std::size_t S : {5, 4}) {
+    model::Ring ring(S);
+    model::prefill(ring, 2, std::span(in).first(1), Gate::Weight);
+    const auto rows = model::decode(ring, 2, std::span(in).subspan(1, 4), Gate::Weight);
+    EXPECT_EQ(rows[0].z,
+              (std::vector<Interval>{{Rational(S == 5 ? 3 : 7, 2), Rational(S == 5 ? 3 : 7, 2)}}))
+        << "ring " << S;
+    EXPECT_EQ(ring.entries[0]->value[0], Rational(S == 5 ? 1 : 5)) << "entry 0, ring " << S;
+  }
+  EXPECT_TRUE(ring_capacity_ok(5, 2, 4));
+  EXPECT_FALSE(ring_capacity_ok(4, 2, 4));
+}
+
 TEST(CompressModel, lab26_all_64_chunk_partitions_agree) {
   const auto in = lab_positions();
   const auto whole = model::whole_sequence_rows(in, 2, Gate::Weight);
@@ -328,6 +376,32 @@ TEST_P(Compress, lab26_all_64_partitions_give_the_same_bits) {
 // the bf16 row 0x3fc4 instead of 0x3fc5. nvcc fuses a * b + c by default, and g++
 // contracts it in the AVX2 + FMA build but not in the portable one, so before the
 // fma was written out the CPU's two builds (and CUDA) gave different rows here.
+// A.7, exercise 3 on every backend: a step of four new positions at r = 2 is refused
+// on a ring of 4 (RingTooSmall{4, 5}), nothing written, and taken on a ring of 5.
+TEST_P(Compress, a7_four_new_positions_ring_4_is_refused_ring_5_taken) {
+  const auto seq = lab_sequence();
+  const auto four = seq.positions(1, 4);
+  const std::vector<float> in(four.begin(), four.end());
+  const CompressRequest q{0, 1, 4};
+  for (const std::size_t S : {4, 5}) {
+    std::vector<float> ring(S * 4, 0.5f);
+    const std::vector<float> before = ring;
+    std::vector<std::uint16_t> rows(4 * 2, 0x5a5a);
+    std::vector<std::int32_t> index(4, 77), positions(4, 77);
+    const auto st =
+        backend.decode(std::span(&q, 1), in, ring, {2, 2, S, 1}, rows, index, positions);
+    if (S == 4) {
+      ASSERT_FALSE(st.ok());
+      EXPECT_EQ(st.error(), (CompressError{ce::RingTooSmall{4, 5}}));
+      EXPECT_EQ(ring, before);
+      EXPECT_EQ(index, std::vector<std::int32_t>(4, 77));
+    } else {
+      ASSERT_TRUE(st.ok()) << st.error();
+      EXPECT_EQ(index, (std::vector<std::int32_t>{0, -1, 1, -1}));
+    }
+  }
+}
+
 TEST_P(Compress, the_exp_reduction_rounds_x_log2e_once) {
   const CompressShape shape{2, 1, 2, 1};
   const std::vector<CompressRequest> requests{{0, 0, 2}};

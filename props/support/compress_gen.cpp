@@ -11,17 +11,72 @@ namespace aether::props {
 
 namespace gen = rc::gen;
 
-rc::Gen<Sequence> gen_grid_sequence(std::size_t n, std::size_t dim) {
-  return gen::exec([n, dim] {
+namespace {
+float from_bits(std::uint32_t bits) { return std::bit_cast<float>(bits); }
+
+// A latent whose bf16 rounding is a hard case: a tie (2m + 1) 2^(e - 8) between the
+// bf16 numbers 2m 2^(e-8) and (2m + 2) 2^(e-8), or an fp32 step either side of one;
+// with `huge`, also the largest finite bf16 (0x7f7f) and the fp32 values around its
+// rounding boundary 0x7f7f8000 (a tie: it rounds to infinity, the even neighbour).
+rc::Gen<float> gen_rounding_case(bool huge) {
+  return gen::exec([huge] {
+    const bool negative = *gen::arbitrary<bool>();
+    std::uint32_t bits;
+    if (huge && *gen::inRange(0, 4) == 0) {
+      bits = *gen::element<std::uint32_t>(0x7f7f0000u, 0x7f7f7fffu, 0x7f7f8000u, 0x7f7f0001u);
+    } else {
+      const int e = *gen::inRange(-30, 60);  // scale; sums of four stay far from overflow
+      const std::uint32_t m = std::uint32_t(*gen::inRange(0, 128));  // bf16 mantissa bits
+      const std::uint32_t tie = std::uint32_t(127 + e) << 23 | m << 16 | 0x8000u;
+      bits = tie + std::uint32_t(*gen::element<int>(0, 0, 0, -1, 1));
+    }
+    return from_bits(bits | (negative ? 0x80000000u : 0u));
+  });
+}
+}  // namespace
+
+rc::Gen<Sequence> gen_grid_sequence(std::size_t n, std::size_t dim, std::int64_t ratio) {
+  return gen::exec([n, dim, ratio] {
     Sequence s{dim, {}};
     const auto scores = *gen::container<std::vector<float>>(
         dim, gen::map(gen::inRange(-40, 41), [](int x) { return float(x) / 4; }));
+    const bool hard = *gen::inRange(0, 3) == 0;
+    const auto shared = *gen::container<std::vector<float>>(dim, gen_rounding_case(ratio == 1));
     for (std::size_t p = 0; p < n; ++p) {
       s.projected.insert(s.projected.end(), scores.begin(), scores.end());
-      for (std::size_t d = 0; d < dim; ++d) s.projected.push_back(float(*gen::inRange(-15, 16)));
+      for (std::size_t d = 0; d < dim; ++d)
+        s.projected.push_back(hard ? shared[d] : float(*gen::inRange(-15, 16)));
     }
     return s;
   });
+}
+
+std::uint16_t bf16_round(const model::Rational& x) {
+  const auto value = [](std::uint32_t b) { return model::exact(from_bits(b << 16)); };
+  const model::Rational a = abs(x);
+  std::uint32_t lo = 0, hi = 0x7f7f;  // the largest b with value(b) <= a, in [lo, hi]
+  if (a >= value(hi)) {
+    lo = hi;
+  } else {
+    while (hi - lo > 1) {
+      const std::uint32_t mid = (lo + hi) / 2;
+      (value(mid) <= a ? lo : hi) = mid;
+    }
+  }
+  const model::Rational below = value(lo), above = lo == 0x7f7f
+                                                       ? model::Rational(model::Integer(1) << 128)
+                                                       : value(lo + 1);
+  const model::Rational midpoint = (below + above) / 2;
+  const std::uint32_t up = lo + 1;  // 0x7f80: infinity
+  const std::uint32_t b = a < midpoint ? lo : a > midpoint ? up : (lo & 1 ? up : lo);
+  return std::uint16_t(b | (x < 0 ? 0x8000u : 0u));
+}
+
+bool bf16_between(std::uint16_t y, const model::Interval& z) {
+  const auto as_float = [](std::uint16_t b) { return from_bits(std::uint32_t(b) << 16); };
+  const float got = as_float(y), least = as_float(bf16_round(z.lo)),
+              most = as_float(bf16_round(z.hi));
+  return least <= got && got <= most;  // false for NaN
 }
 
 rc::Gen<Sequence> gen_float_sequence(std::size_t n, std::size_t dim) {
@@ -250,7 +305,7 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
     }
     // One sequence for the new positions and the ring, so the grid's scores agree.
     const std::size_t entries = c.shape.state_slots * c.shape.ring;
-    const Sequence all = *(grid ? gen_grid_sequence(tokens + entries, c.shape.dim)
+    const Sequence all = *(grid ? gen_grid_sequence(tokens + entries, c.shape.dim, c.shape.ratio)
                                 : gen_float_sequence(tokens + entries, c.shape.dim));
     const auto split = all.projected.begin() + std::ptrdiff_t(tokens * 2 * c.shape.dim);
     c.projected.assign(all.projected.begin(), split);

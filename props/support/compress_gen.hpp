@@ -28,9 +28,24 @@ struct Sequence {
   }
 };
 
-// L1 grid: every score of a channel equal (e^0 = 1 exactly after the shift),
-// latents integers in [-15, 15]: for r in {1, 2, 4} the fp32 mean is exact and a bf16.
-rc::Gen<Sequence> gen_grid_sequence(std::size_t n, std::size_t dim);
+// L1 grid: every score of a channel equal (e^0 = 1 exactly after the shift), so for
+// r in {1, 2, 4} the fp32 mean is exact. Latents: integers in [-15, 15] (the mean a
+// bf16), or, in one sequence of three, one value per channel shared by every
+// position (the mean is that value) drawn from the bf16 rounding's hard cases: exact
+// ties between two bf16 numbers, an fp32 step either side of one, and (where
+// `ratio` is 1, so no sum can overflow) the largest finite bf16 and the fp32 values
+// either side of its rounding boundary, one of which rounds to infinity.
+rc::Gen<Sequence> gen_grid_sequence(std::size_t n, std::size_t dim, std::int64_t ratio);
+
+// The bf16 nearest-even rounding of an exact value, found by exact comparisons (a
+// binary search over the bf16 grid, then the midpoint): the oracle the backends'
+// rows are held to. A value at or past the midpoint between the largest finite bf16
+// and 2^128 gives infinity, as IEEE rounding does.
+std::uint16_t bf16_round(const model::Rational& x);
+// Whether bf16 bits y can be the rounding of an fp32 value in z: rounding is
+// monotone, so y must lie between bf16_round(z.lo) and bf16_round(z.hi); where both
+// are the same, y must be exactly that (the bits are determined).
+bool bf16_between(std::uint16_t y, const model::Interval& z);
 // General: scores in [-30, 30], latents of any sign with exponents within +-20.
 rc::Gen<Sequence> gen_float_sequence(std::size_t n, std::size_t dim);
 // Chunk lengths summing to n (empty chunks included now and then).
