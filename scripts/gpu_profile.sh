@@ -35,8 +35,9 @@ profile() {  # profile NAME KERNEL-REGEX COUNT [ARGS...]: the first COUNT matchi
        /^    [a-z]/ { if ($1 ~ /stalled/ && $NF + 0 < 0.05) next; print "   ", $1, $NF }' "$log"
 }
 
-profile compress_bench_cuda 'prefill_rows|commit_rows' 4 prefill:64
-profile compress_bench_cuda 'validate|decode_rows' 4 decode:4096
-profile paging_bench_cuda 'convert_resident' 2 4096
-profile paging_bench_cuda 'validate|convert' 4 16384
+profile compress_bench_cuda 'prefill_rows|keep_deferred_positions' 4 prefill:64
+profile compress_bench_cuda 'decode_rows' 4 decode:1024
+profile compress_bench_cuda 'decode_rows' 4 decode:4096
+profile paging_bench_cuda 'convert|describe_refusal' 4 4096
+profile paging_bench_cuda 'convert|describe_refusal' 4 16384
 profile indexer_bench_cuda 'wide_' 3
