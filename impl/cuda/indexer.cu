@@ -67,9 +67,7 @@ int launch_topk(device_span<const float> scores, std::size_t width,
   if (shaped && topk::read_once_fits(width, k, rows))
     return topk::launch_read_once(scores.data(), width, ends.data(), rows, k, out.data(), verdict,
                                   stream);
-  if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
-      e != cudaSuccess)
-    return e;
+  if (int e = reset_verdict(verdict, stream)) return e;
   const unsigned chunks =
       unsigned(std::max<std::size_t>(1, (width + kValidateChunk - 1) / kValidateChunk));
   validate<<<unsigned(rows) * chunks, kValidateThreads, 0, stream>>>(scores.data(), width,
@@ -117,9 +115,7 @@ Status<IndexerError> enqueue_valid_prefix_topk(device_span<const float> scores, 
   if (scores.size() != rows * width) return ie::ShapeMismatch{rows * width, scores.size()};
   if (out.size() != rows * k) return ie::ShapeMismatch{rows * k, out.size()};
   if (rows == 0) {
-    if (cudaError_t e = cudaMemsetAsync(&verdict->refusal, 0xff, sizeof verdict->refusal, stream);
-        e != cudaSuccess)
-      return ie::DeviceFailure{int(e)};
+    if (int e = reset_verdict(verdict, stream)) return ie::DeviceFailure{e};
     return Ok{};
   }
   if (int e = launch_topk(scores, width, ends, k, out, verdict, stream))
