@@ -67,16 +67,19 @@ bin=build/$preset
 export RC_PARAMS="max_success=$cases seed=$seed"
 
 for c in "${components[@]}"; do
-  step "$c: unit tests" "$out/logs/${c}_test.log" \
-    "$bin/tests/${c}_test" --gtest_output="xml:$out/junit/${c}_test.xml"
-  step "$c: properties ($cases cases each)" "$out/logs/${c}_props.log" \
-    "$bin/props/${c}_props" --gtest_output="xml:$out/junit/${c}_props.xml"
-  if [ -x "$bin/props/${c}_cuda_props" ]; then  # a component's CUDA suites of their own
-    step "$c: CUDA unit tests" "$out/logs/${c}_cuda_test.log" \
-      "$bin/tests/${c}_cuda_test" --gtest_output="xml:$out/junit/${c}_cuda_test.xml"
-    step "$c: CUDA properties ($cases cases each)" "$out/logs/${c}_cuda_props.log" \
-      "$bin/props/${c}_cuda_props" --gtest_output="xml:$out/junit/${c}_cuda_props.xml"
-  fi
+  # every suite of the component: STEM_test and STEM_props, then the ones of its own
+  # parts (STEM_cuda_test, STEM_math_test, STEM_refusal_props, ...)
+  for suite in "$bin/tests/${c}_test" "$bin/tests/${c}"_*_test; do
+    [ -x "$suite" ] || continue
+    name=$(basename "$suite")
+    step "$c: unit tests ($name)" "$out/logs/$name.log" "$suite" --gtest_output="xml:$out/junit/$name.xml"
+  done
+  for suite in "$bin/props/${c}_props" "$bin/props/${c}"_*_props; do
+    [ -x "$suite" ] || continue
+    name=$(basename "$suite")
+    step "$c: properties ($name, $cases cases each)" "$out/logs/$name.log" \
+      "$suite" --gtest_output="xml:$out/junit/$name.xml"
+  done
   [ -d "fuzz/corpus/${c}_fuzz" ] || continue
   step "$c: fuzz corpus replay" "$out/fuzz/${c}_replay.log" \
     ctest --test-dir "$bin" -R "^${c}_fuzz_replay\$" -V --output-junit "$PWD/$out/junit/${c}_fuzz_replay.xml"

@@ -31,6 +31,21 @@ def suite_cases(path):
     return cases
 
 
+def component_cases(out, component, kind):
+    """The cases of every suite of a component of one kind (test or props): STEM_KIND.xml and
+    STEM_*_KIND.xml (the CUDA suites, the state contract's, ...); None if STEM_KIND.xml is
+    missing or any suite's file is unreadable."""
+    main = suite_cases(out / "junit" / f"{component}_{kind}.xml")
+    if main is None:
+        return None
+    for path in sorted((out / "junit").glob(f"{component}_*_{kind}.xml")):
+        more = suite_cases(path)
+        if more is None:
+            return None
+        main += more
+    return main
+
+
 def backend_of(suite, component):
     """WitnessCpu -> cpu, IndexerCuda -> cuda, PagingModel -> model."""
     rest = suite[len(component):] if suite.lower().startswith(component) else suite
@@ -69,8 +84,8 @@ def main():
     body, summary, failures, failing_steps = [], [], [], 0
     for c in components:
         body.append(f"\n## {c}\n")
-        unit = suite_cases(out / "junit" / f"{c}_test.xml")
-        props = suite_cases(out / "junit" / f"{c}_props.xml")
+        unit = component_cases(out, c, "test")
+        props = component_cases(out, c, "props")
         row = [c]
         for kind, cases in (("unit tests", unit), ("properties", props)):
             if cases is None:

@@ -116,6 +116,20 @@ rc::Gen<std::vector<std::size_t>> gen_partition(std::size_t n) {
   });
 }
 
+rc::Gen<VerifySchedule> gen_verify_schedule(std::size_t n, std::int64_t qmax) {
+  return gen::exec([n, qmax] {
+    VerifySchedule s{*gen::inRange<std::size_t>(0, n + 1), {}};
+    std::size_t at = s.prefix;
+    while (at < n && s.steps.size() < 12) {
+      const std::size_t q = *gen::inRange<std::size_t>(1, std::size_t(qmax) + 1);
+      const std::size_t accepted = std::min(n - at, *gen::inRange<std::size_t>(0, q + 1));
+      s.steps.push_back({q, accepted});
+      at += accepted;
+    }
+    return s;
+  });
+}
+
 namespace {
 // One single-request call on state slot 0; completed rows into run.rows.
 Status<CompressError> step(const CompressBackend& backend, const CompressShape& shape, bool decode,

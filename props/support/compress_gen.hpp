@@ -51,6 +51,16 @@ rc::Gen<Sequence> gen_float_sequence(std::size_t n, std::size_t dim);
 // Chunk lengths summing to n (empty chunks included now and then).
 rc::Gen<std::vector<std::size_t>> gen_partition(std::size_t n);
 
+// A schedule of verify steps over a true sequence of n positions: a prefill of
+// `prefix`, then steps that each draft up to qmax positions (the accepted prefix
+// true, the rest garbage) and accept a prefix, until the sequence is consumed (at
+// most 12 steps).
+struct VerifySchedule {
+  std::size_t prefix = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> steps;  // (drafted, accepted)
+};
+rc::Gen<VerifySchedule> gen_verify_schedule(std::size_t n, std::int64_t qmax);
+
 // What a backend produced for one request: every completed row by its index
 // (bf16 bits), and the ring after the last step.
 struct ImplRun {
