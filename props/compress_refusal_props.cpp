@@ -194,22 +194,39 @@ AETHER_PROP(CompressCpu, no_continuation_reads_an_entry_a_data_refusal_may_chang
   a_data_refusal_leaves_every_continuation_unchanged(props::cpu_compress_backend(), true);
 }
 
+// One request's verify step on a one-slot ring: q of up to qmax drafted positions
+// from `start`, a prefix of `accepted` of them kept, the ring's entries random.
+struct VerifyCase {
+  CompressShape shape;
+  std::int64_t qmax;
+  std::int64_t start;
+  std::size_t q, accepted;
+  std::vector<float> draft, ring;
+};
+VerifyCase gen_verify_case() {
+  const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
+                     qmax = *gen::inRange<std::int64_t>(1, 7);
+  const CompressShape shape{
+      r, gen_dim(), std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3)), 1};
+  const std::size_t q = *gen::inRange<std::size_t>(1, std::size_t(qmax) + 1);
+  return {shape,
+          qmax,
+          *gen::inRange<std::int64_t>(0, 14),
+          q,
+          *gen::inRange<std::size_t>(0, q + 1),
+          gen_positions(q, shape.dim),
+          gen_positions(shape.ring, shape.dim)};
+}
+
 // A verify step of q drafted positions accepting a prefix of a, against the a
 // positions decoded one at a time: the same rows, the same pending entries, and the
 // same answer to the step after.
 void a_verify_batch_equals_its_accepted_positions_one_at_a_time(
     const props::CompressBackend& backend) {
-  const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
-                     qmax = *gen::inRange<std::int64_t>(1, 7);
-  const CompressShape shape{
-      r, gen_dim(), std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3)), 1};
-  const std::int64_t start = *gen::inRange<std::int64_t>(0, 14);
-  const std::size_t q = *gen::inRange<std::size_t>(1, std::size_t(qmax) + 1);
-  const std::size_t accepted = *gen::inRange<std::size_t>(0, q + 1);
-  const std::vector<float> draft = gen_positions(q, shape.dim),
-                           ring = gen_positions(shape.ring, shape.dim),
-                           next = gen_positions(
-                               *gen::inRange<std::size_t>(1, std::size_t(qmax) + 1), shape.dim);
+  const VerifyCase v = gen_verify_case();
+  const auto& [shape, qmax, start, q, accepted, draft, ring] = v;
+  const std::vector<float> next =
+      gen_positions(*gen::inRange<std::size_t>(1, std::size_t(qmax) + 1), shape.dim);
   const std::size_t width = 2 * shape.dim;
   std::vector<Call> batch{{true, draft, accepted}}, single;
   for (std::size_t i = 0; i < accepted; ++i)
@@ -237,15 +254,8 @@ AETHER_PROP(CompressCpu, a_verify_batch_equals_its_accepted_positions_one_at_a_t
 // (replay), against the q positions decoded at once: the same rows and the same ring,
 // byte for byte.
 void rollback_then_replay_equals_never_rolling_back(const props::CompressBackend& backend) {
-  const std::int64_t r = *gen::inRange<std::int64_t>(1, 5),
-                     qmax = *gen::inRange<std::int64_t>(1, 7);
-  const CompressShape shape{
-      r, gen_dim(), std::size_t(ring_needed(r, qmax, true) + *gen::inRange<std::int64_t>(0, 3)), 1};
-  const std::int64_t start = *gen::inRange<std::int64_t>(0, 14);
-  const std::size_t q = *gen::inRange<std::size_t>(1, std::size_t(qmax) + 1);
-  const std::size_t accepted = *gen::inRange<std::size_t>(0, q + 1);
-  const std::vector<float> draft = gen_positions(q, shape.dim),
-                           ring = gen_positions(shape.ring, shape.dim);
+  const VerifyCase v = gen_verify_case();
+  const auto& [shape, qmax, start, q, accepted, draft, ring] = v;
   const std::size_t width = 2 * shape.dim;
   const std::vector<Call> once{{true, draft, q}},
       twice{

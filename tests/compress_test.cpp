@@ -50,8 +50,9 @@ TEST(CompressModel, lab26_first_pair_and_the_three_rows) {
             (std::vector<std::vector<Interval>>{point(6, 8), point(8, 3), point(3, 5)}));
 }
 
-TEST(CompressModel, lab26_chunks_valid_reserved_rows_and_pending) {
-  const auto in = lab_positions();
+// The lab's chunk checks: chunks [0, 1), [1, 4), [4, 7) of a ring of 7 give
+// (valid, reserved) rows (0, 1), (2, 2), (1, 1), and position 6 is left pending.
+void expect_the_lab_chunks(const std::vector<Position>& in) {
   model::Ring ring(7);
   const std::pair<std::size_t, std::size_t> chunks[3] = {{0, 1}, {1, 4}, {4, 7}};
   const std::pair<std::size_t, std::size_t> want[3] = {
@@ -65,6 +66,11 @@ TEST(CompressModel, lab26_chunks_valid_reserved_rows_and_pending) {
     EXPECT_EQ(std::pair(valid, rows.size()), want[c]) << "chunk " << c;
   }
   EXPECT_EQ(model::pending(ring, 2), std::vector<Position>{in[6]});
+}
+
+TEST(CompressModel, lab26_chunks_valid_reserved_rows_and_pending) {
+  const auto in = lab_positions();
+  expect_the_lab_chunks(in);
   // The placeholder of [0, 1): position 0, no row (store slot -1), zero.
   model::Ring fresh(7);
   const auto placeholder = model::prefill(fresh, 2, std::span(in).first(1), Gate::Weight);
@@ -99,18 +105,7 @@ TEST(CompressModel, a7_equal_weights_give_ordinary_averages) {
   in[1].gate = {1, 1};
   EXPECT_EQ(model::whole_sequence_rows(in, 2, Gate::Weight),
             (std::vector<std::vector<Interval>>{point(4, 6), point(8, 3), point(3, 5)}));
-  model::Ring ring(7);
-  const std::pair<std::size_t, std::size_t> chunks[3] = {{0, 1}, {1, 4}, {4, 7}};
-  const std::pair<std::size_t, std::size_t> want[3] = {{0, 1}, {2, 2}, {1, 1}};
-  for (int c = 0; c < 3; ++c) {
-    const auto rows = model::prefill(
-        ring, 2, std::span(in).subspan(chunks[c].first, chunks[c].second - chunks[c].first),
-        Gate::Weight);
-    const auto valid = std::size_t(
-        std::count_if(rows.begin(), rows.end(), [](const model::Row& r) { return r.row >= 0; }));
-    EXPECT_EQ(std::pair(valid, rows.size()), want[c]) << "chunk " << c;
-  }
-  EXPECT_EQ(model::pending(ring, 2), std::vector<Position>{in[6]});
+  expect_the_lab_chunks(in);
 }
 
 // A.7, exercise 3: C2 with at most four new positions. Sufficient: S = r + qmax - 1
