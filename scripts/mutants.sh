@@ -384,17 +384,17 @@ cuda_mutant indexer cuda-list-round-place-off impl/cuda/indexer_read_once.cu \
   's|  const unsigned below = (1u << lane) - 1;|  const unsigned below = (2u << lane) - 1;|'
 cuda_mutant paging cuda-refusal-not-recorded impl/cuda/paging.cu \
   's|  if (Checked \&\& lowest != kNoRefusal) atomicMin(refusal, lowest);||'
-cuda_mutant paging cuda-refused-lane-written-as-minus-one impl/cuda/paging.cu \
+cuda_mutant paging cuda-refused-lane-written-as-minus-one impl/cuda/paging_lanes.cuh \
   's|                       : KeepRefused \&\& taken \&\& !good ? j\[base + u\]\[e\]|                       : false ? j[base + u][e]|'
 cuda_mutant paging cuda-pass-skips-a-block impl/cuda/paging.cu \
   's|  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u < kQuads; ++u) load_quad<Vector>(rows, quad_of(blockIdx.x \| 1, u), g.lanes, j[u]);|'
 cuda_mutant paging cuda-pass-skips-its-last-quad impl/cuda/paging.cu \
   's|  for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j\[u\]);|  for (int u = 0; u + 1 < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);|'
-cuda_mutant paging cuda-wide-slot-bound-off-by-one impl/cuda/paging.cu \
+cuda_mutant paging cuda-wide-slot-bound-off-by-one impl/cuda/paging_lanes.cuh \
   's|  if (block < 0 \|\| block > (kMaxSlot - offset) / g.bc) {|  if (block < 0 \|\| block > (kMaxSlot - offset) / g.bc + 1) {|'
 cuda_mutant paging cuda-row-at-the-table-end-taken impl/cuda/paging.cu \
   's|std::min<std::uint64_t>(blocks_per_request \* bc, kRowLimit)|std::min<std::uint64_t>(blocks_per_request * bc + 1, kRowLimit)|'
-cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging.cu \
+cuda_mutant paging cuda-divisor-rounds-down impl/cuda/paging_lanes.cuh \
   's|((std::uint64_t(1) << l) - d) / d + 1);|((std::uint64_t(1) << l) - d) / d);|'
 cuda_mutant paging cuda-quad-lanes-swapped impl/cuda/paging.cu \
   's|j\[0\] = v.x, j\[1\] = v.y|j[0] = v.y, j[1] = v.x|'
