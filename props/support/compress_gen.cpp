@@ -204,7 +204,7 @@ std::vector<float> ring_positions(const ImplRun& run, const CompressShape& shape
   std::vector<float> out;
   const std::size_t width = 2 * shape.dim;
   for (std::int64_t p = first; p < last; ++p) {
-    const std::size_t at = std::size_t(p) % shape.ring * width;
+    const std::size_t at = ring_entry_offset(0, p, shape.ring, width);
     out.insert(out.end(), run.ring.begin() + std::ptrdiff_t(at),
                run.ring.begin() + std::ptrdiff_t(at + width));
   }
@@ -336,7 +336,7 @@ rc::Gen<BatchCall> gen_batch_call(bool grid) {
       if (q.state_slot >= 0 && std::size_t(q.state_slot) < c.shape.state_slots && q.start >= 0 &&
           q.tokens > 0 && (q.start + q.tokens) / r > q.start / r)
         for (std::int64_t p = q.start / r * r; p < q.start; ++p)
-          read_entries.push_back(std::size_t(q.state_slot * S + p % S));
+          read_entries.push_back(ring_entry_offset(q.state_slot, p, std::size_t(S), 1));
     const int bad_entries = faults & 4 ? *gen::inRange(1, 4) : *gen::inRange(0, 10) == 0;
     for (int i = 0; i < bad_entries; ++i) {
       const std::size_t width = 2 * c.shape.dim;
