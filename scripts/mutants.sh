@@ -286,6 +286,10 @@ mutant compress math-bf16-ties-away impl/compress_math.hpp \
   's|  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) \& 1u)) >> 16);|  return std::uint16_t((bits + 0x8000u) >> 16);|'
 mutant compress model-score-gate-weights-by-the-first-score model/compress.cpp \
   's|    for (const Rational\& s : g) w.push_back(exp_enclosure(s - m));|    for (const Rational\& s : g) w.push_back(exp_enclosure(g.front() + 0 * s - m));|'
+# a decode step keeping only its first position in the ring (killed by the verify
+# batch and rollback identities)
+mutant compress cpu-decode-keeps-one-position impl/cpu/compress.cpp \
+  's|      for (std::int64_t p = s; p < e; ++p) copy_to_ring(c, q, p, input(p));|      for (std::int64_t p = s; p < std::min(e, s + 1); ++p) copy_to_ring(c, q, p, input(p));|'
 mutant compress model-chunk-completes-one-less model/compress.cpp \
   's|for (std::int64_t j = s / ratio; j < e / ratio; ++j) {|for (std::int64_t j = s / ratio; j < (e - 1) / ratio; ++j) {|'
 mutant compress math-pair-weight-on-the-wrong-score impl/compress_math.hpp \
