@@ -86,6 +86,13 @@ inline std::size_t rotation_sets(std::size_t bytes) {
                                (4 * std::size_t(l2) + bytes - 1) / std::max<std::size_t>(bytes, 1));
 }
 
+__global__ void empty_kernel() {}
+
+// An empty kernel in a graph: the floor under any one-kernel call, launch-bound.
+inline float empty_graph_us(cudaStream_t stream) {
+  return graph_us(stream, [&] { empty_kernel<<<1, 32, 0, stream>>>(); });
+}
+
 // Reading a buffer once, nothing else: the floor under any pass that reads it.
 __global__ void read_only(const int4* p, std::size_t n4, int* sink) {
   int acc = 0;

@@ -26,10 +26,6 @@ using aether::bench::kContext, aether::bench::kSegments, aether::bench::kTopk,
     aether::bench::learned_rows;
 using aether::cuda::device_span;
 using namespace aether::bench;
-
-// One block doing nothing: the floor of a kernel launch (graph or plain).
-__global__ void empty_kernel() {}
-
 }  // namespace
 
 int main() {

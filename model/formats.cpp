@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 namespace aether::model {
 
@@ -253,6 +254,27 @@ Status<FormatsError> store_rows(const CacheGeometry& g, std::span<const float> r
       cache_bytes[at.scales + k] = std::byte(q.scales[k]);
   }
   return Ok{};
+}
+
+std::vector<std::size_t> bytes_of_slot(const CacheGeometry& g, std::size_t slot) {
+  const Place at = place_of(g, slot);
+  const std::size_t row_bytes = cache_row_bytes(g.format, g.dim);
+  std::vector<std::size_t> bytes;
+  if (g.format != CacheFormat::IndexFp4) {
+    for (std::size_t b = 0; b < row_bytes; ++b) bytes.push_back(at.data + b);
+    return bytes;
+  }
+  for (std::size_t b = 0; b < g.dim / 2; ++b) bytes.push_back(at.data + b);
+  for (std::size_t b = 0; b < g.dim / 32; ++b) bytes.push_back(at.scales + b);
+  return bytes;
+}
+
+std::vector<std::size_t> slots_a_refused_store_may_change(const CacheGeometry& g,
+                                                          std::span<const std::int32_t> slots) {
+  std::set<std::size_t> inside;
+  for (const std::int32_t s : slots)
+    if (s >= 0 && std::size_t(s) < g.slots()) inside.insert(std::size_t(s));
+  return {inside.begin(), inside.end()};
 }
 
 Result<std::vector<Rational>, FormatsError> gather_rows(const CacheGeometry& g,

@@ -78,6 +78,18 @@ Status<FormatsError> store_rows(const CacheGeometry& cache, std::span<const floa
                                 std::span<const std::int32_t> slots,
                                 std::span<std::byte> cache_bytes, RoundingProfile profile);
 
+// Every byte offset of the row at `slot`: the packed row (main formats), or its
+// data then its scales (IndexFp4).
+std::vector<std::size_t> bytes_of_slot(const CacheGeometry& cache, std::size_t slot);
+
+// SPEC section 3 for the store: a call refused for its data (a bad slot, NaN/inf)
+// may change the rows at its own slots inside the cache, and only those. The slot
+// mapping gives each of them to the position this call stores, so a later read of
+// one is a read of that position, which exists only once a store of it is
+// accepted, and that store rewrites every byte of the row. Sorted, distinct.
+std::vector<std::size_t> slots_a_refused_store_may_change(const CacheGeometry& cache,
+                                                          std::span<const std::int32_t> slots);
+
 // The read side: the rows at slots [m], dequantized ([m, D]; a -1 slot reads as
 // zeros). Refuses as store_rows does for the format, dimension and cache's length,
 // then a slot outside the cache, then a NaN element or scale byte (a slot never

@@ -56,11 +56,28 @@ AETHER_PROP(Formats, index_sections_place_every_row_once, "model", ()) {
   for (int u : used) RC_ASSERT(u == 1);
 }
 
+// The store given again with what a caller fixes after a refusal: NaN/inf stored
+// as 0, a slot outside the cache and every later row on a slot made placeholders.
+props::StoreCase repaired(props::StoreCase c) {
+  std::vector<bool> taken(c.cache.slots(), false);
+  for (std::size_t j = 0; j < c.slots.size(); ++j) {
+    auto& s = c.slots[j];
+    if (s < -1 || s >= std::int32_t(c.cache.slots()) || (s >= 0 && taken[std::size_t(s)])) s = -1;
+    if (s >= 0) taken[std::size_t(s)] = true;
+    for (std::size_t e = 0; e < c.cache.dim; ++e)
+      if (!std::isfinite(c.rows[j * c.cache.dim + e])) c.rows[j * c.cache.dim + e] = 0;
+  }
+  return c;
+}
+
 // L0 on the store and the read side of a backend: it writes the model's bytes and
-// nothing else, refuses what the model refuses (then the cache is untouched), and
-// gathers the model's values (or refuses a never-stored slot's NaN codes as it does).
+// nothing else, refuses what the model refuses, and gathers the model's values (or
+// refuses a never-stored slot's NaN codes as it does). After a refusal, a
+// transactional backend left the cache as it was; any other changed only the rows
+// at the call's own slots (model::slots_a_refused_store_may_change), and the fixed
+// store then leaves the cache it leaves without the refused call.
 template <class Store, class Gather>
-void check_store(const props::StoreCase& c, Store store, Gather gather) {
+void check_store(const props::StoreCase& c, Store store, Gather gather, bool transactional) {
   auto model_cache = c.before, cache = c.before;
   const auto want = model::store_rows(c.cache, c.rows, c.slots, model_cache, c.profile);
   const auto got = store(c, cache);
@@ -68,7 +85,17 @@ void check_store(const props::StoreCase& c, Store store, Gather gather) {
   RC_ASSERT(want.ok() == got.ok());
   if (!want.ok()) {
     RC_ASSERT(got.error() == want.error());
-    RC_ASSERT(cache == c.before);
+    if (transactional) RC_ASSERT(cache == c.before);
+    auto may_change = std::vector<bool>(cache.size(), false);
+    for (const std::size_t s : model::slots_a_refused_store_may_change(c.cache, c.slots))
+      for (const std::size_t b : model::bytes_of_slot(c.cache, s)) may_change[b] = true;
+    for (std::size_t b = 0; b < cache.size(); ++b)
+      if (!may_change[b]) RC_ASSERT(cache[b] == c.before[b]);
+    auto fixed = repaired(c);
+    auto without = c.before;
+    RC_ASSERT(store(fixed, cache).ok());
+    RC_ASSERT(store(fixed, without).ok());
+    RC_ASSERT(cache == without);
     return;
   }
   RC_ASSERT(cache == model_cache);
@@ -86,9 +113,17 @@ void check_store(const props::StoreCase& c, Store store, Gather gather) {
 }
 
 #if defined(AETHER_HAVE_CUDA)
+// Every launch mode: waiting, queued, captured in a graph.
 AETHER_GPU_PROP(FormatsCuda, store_and_gather_equal_the_models, "L0", ()) {
   const props::StoreCase c = *props::gen_store_case();
-  check_store(c, props::cuda_store_rows, props::cuda_gather_rows);
+  const props::Mode mode = *rc::gen::element(props::Mode::Waiting, props::Mode::Queued, props::Mode::Captured);
+  RC_TAG(props::mode_name(mode));
+  check_store(
+      c, [&](const props::StoreCase& c, auto& cache) { return props::cuda_store_rows(c, cache, mode); },
+      [&](const props::StoreCase& c, const auto& cache) {
+        return props::cuda_gather_rows(c, cache, mode);
+      },
+      false);
 }
 #endif
 
@@ -115,7 +150,8 @@ AETHER_PROP(FormatsCpu, codes_and_scales_equal_the_models, "L0", ()) {
 }
 
 // L0 on the store and the read side: the CPU writes the model's bytes and nothing
-// else, refuses what it refuses (then the cache is untouched), and gathers its values.
+// else, refuses what it refuses (transactional: then the cache is untouched), and
+// gathers its values.
 AETHER_PROP(FormatsCpu, store_and_gather_equal_the_models, "L0", ()) {
   const props::StoreCase c = *props::gen_store_case();
   check_store(
@@ -125,7 +161,8 @@ AETHER_PROP(FormatsCpu, store_and_gather_equal_the_models, "L0", ()) {
       },
       [](const props::StoreCase& c, const std::vector<std::byte>& cache) {
         return cpu::gather_rows(c.cache, cache, c.reads);
-      });
+      },
+      true);
 }
 
 AETHER_PROP(FormatsCpu, index_sections_equal_the_models, "L0", ()) {

@@ -1,7 +1,9 @@
 // Source 003 A.5 and A.3 through the CUDA store (GPU only; each skips without a
-// device): the blocks' bytes, the encodings' boundary values and ties under both
-// profiles as written into a cache, and refusals that leave the cache untouched.
-// The model's and the CPU's: tests/formats_test.cpp.
+// device), every body run in each launch mode (props/support/cuda_launch.hpp): the
+// blocks' bytes, the encodings' boundary values and ties under both profiles as
+// written into a cache, and refusals, which change at most the rows at the
+// refused call's own slots (docs/formats.md). The model's and the CPU's:
+// tests/formats_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,27 +16,36 @@
 namespace aether {
 namespace {
 
+#ifdef AETHER_HAVE_CUDA
 namespace fe = formats_error;
 using F = std::vector<float>;
+using props::Mode;
 
-#ifdef AETHER_HAVE_CUDA
-// The cache after a CUDA store of `rows` at `slots` into a cache of 0x5a bytes.
-std::vector<std::byte> stored(const CacheGeometry& g, const F& rows,
-                              const std::vector<std::int32_t>& slots,
-                              RoundingProfile profile = RoundingProfile::Cuda) {
-  props::StoreCase c{g,     profile, rows,
-                     slots, {},      std::vector<std::byte>(g.bytes(), std::byte{0x5a})};
-  std::vector<std::byte> cache = c.before;
-  EXPECT_TRUE(props::cuda_store_rows(c, cache).ok());
-  return cache;
-}
-#endif
+class FormatsCuda : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  }
+  // A store of `rows` at `slots` into a cache of 0x5a bytes, in this test's mode.
+  Status<FormatsError> store(const CacheGeometry& g, const F& rows,
+                             const std::vector<std::int32_t>& slots, std::vector<std::byte>& cache,
+                             RoundingProfile profile = RoundingProfile::Cuda) {
+    cache.assign(g.bytes(), std::byte{0x5a});
+    const props::StoreCase c{g, profile, rows, slots, {}, cache};
+    return props::cuda_store_rows(c, cache, GetParam());
+  }
+  std::vector<std::byte> stored(const CacheGeometry& g, const F& rows,
+                                const std::vector<std::int32_t>& slots,
+                                RoundingProfile profile = RoundingProfile::Cuda) {
+    std::vector<std::byte> cache;
+    EXPECT_TRUE(store(g, rows, slots, cache, profile).ok());
+    return cache;
+  }
+};
 
 // A.5: 64 rows a 128-position C2 block: 33,792 bytes of FP8 main, 18,432 of FP4
 // main, 4,352 of FP4 index; each row's bytes as the model packs them.
-TEST(FormatsCuda, a_c2_block_holds_the_sources_bytes) {
-#ifdef AETHER_HAVE_CUDA
-  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+TEST_P(FormatsCuda, a_c2_block_holds_the_sources_bytes) {
   for (const auto& [format, dim, bytes] :
        {std::tuple{CacheFormat::MainFp8, 512, 33792}, std::tuple{CacheFormat::MainFp4, 512, 18432},
         std::tuple{CacheFormat::IndexFp4, 128, 4352}}) {
@@ -47,15 +58,33 @@ TEST(FormatsCuda, a_c2_block_holds_the_sources_bytes) {
         model::store_rows(g, row, std::vector<std::int32_t>{63}, want, RoundingProfile::Cuda).ok());
     EXPECT_EQ(stored(g, row, {63}), want);
   }
-#else
-  GTEST_SKIP() << "built without CUDA";
-#endif
+}
+
+// Rows longer than a chunk (kChunk, 512 elements): MainFp8 and IndexFp4 at D 1056,
+// MainFp4 at D 1040, each row's chunks where the model places them, and read back.
+TEST_P(FormatsCuda, rows_past_a_chunk_are_stored_and_read_whole) {
+  for (const auto& [format, dim] : {std::pair{CacheFormat::MainFp8, 1056},
+                                    std::pair{CacheFormat::MainFp4, 1040},
+                                    std::pair{CacheFormat::IndexFp4, 1056}}) {
+    const CacheGeometry g{format, std::size_t(dim), 3, 2};
+    F rows(2 * std::size_t(dim));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = float(int(i % 23) - 11) / 5;
+    const std::vector<std::int32_t> slots{4, 1};
+    std::vector<std::byte> want(g.bytes(), std::byte{0x5a});
+    ASSERT_TRUE(model::store_rows(g, rows, slots, want, RoundingProfile::Cuda).ok());
+    const auto cache = stored(g, rows, slots);
+    EXPECT_EQ(cache, want);
+    const props::StoreCase c{g, RoundingProfile::Cuda, rows, slots, {1, -1, 4}, cache};
+    const auto back = props::cuda_gather_rows(c, cache, GetParam());
+    ASSERT_TRUE(back.ok());
+    const auto values = model::gather_rows(g, want, c.reads).value();
+    for (std::size_t i = 0; i < values.size(); ++i)
+      EXPECT_EQ(model::exact(back.value()[i]), values[i]) << i;
+  }
 }
 
 // E4M3 and E2M1 boundaries as the store writes them (scale 1: amax the largest value).
-TEST(FormatsCuda, boundary_values_and_ties_are_stored_as_the_model_encodes_them) {
-#ifdef AETHER_HAVE_CUDA
-  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+TEST_P(FormatsCuda, boundary_values_and_ties_are_stored_as_the_model_encodes_them) {
   const CacheGeometry fp8{CacheFormat::MainFp8, 32, 1, 1};
   F row(32, 0.0f);
   const F values{448,
@@ -83,41 +112,70 @@ TEST(FormatsCuda, boundary_values_and_ties_are_stored_as_the_model_encodes_them)
     EXPECT_EQ(std::uint8_t(c[0]), 7 | (even ? 2 : 1) << 4);  // 6, then 1.0 or 0.5
     EXPECT_EQ(std::uint8_t(c[1]), even ? 6 : 5);             // 4 or 3, then 0
   }
-#else
-  GTEST_SKIP() << "built without CUDA";
-#endif
 }
 
-TEST(FormatsCuda, refused_stores_leave_the_cache_untouched) {
-#ifdef AETHER_HAVE_CUDA
-  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+// The model's first refusal; the rows outside the call's slots untouched (a slot
+// outside the cache is never written), a placeholder's NaN never read.
+TEST_P(FormatsCuda, refused_stores_change_only_their_own_slots) {
   const CacheGeometry g{CacheFormat::MainFp8, 32, 4, 2};
-  const auto refused = [&](F rows, std::vector<std::int32_t> slots) {
-    props::StoreCase c{g,    RoundingProfile::Cuda,
-                       rows, slots,
-                       {},   std::vector<std::byte>(g.bytes(), std::byte{0x5a})};
-    auto cache = c.before;
-    const auto st = props::cuda_store_rows(c, cache);
-    EXPECT_EQ(cache, c.before);
+  const std::size_t row_bytes = 33;
+  const auto refused = [&](const F& rows, const std::vector<std::int32_t>& slots) {
+    std::vector<std::byte> cache;
+    const auto st = store(g, rows, slots, cache);
+    const auto may_change = model::slots_a_refused_store_may_change(g, slots);
+    for (std::size_t s = 0; s < g.slots(); ++s)
+      if (std::find(may_change.begin(), may_change.end(), s) == may_change.end())
+        for (std::size_t b = s * row_bytes; b < (s + 1) * row_bytes; ++b)
+          EXPECT_EQ(cache[b], std::byte{0x5a}) << "slot " << s << ", byte " << b;
     return st.ok() ? FormatsError{} : st.error();
   };
   F two(64, 1.0f);
   EXPECT_EQ(refused(two, {0, 8}), (FormatsError{fe::BadSlot{1, 8}}));
   EXPECT_EQ(refused(two, {3, 3}), (FormatsError{fe::BadSlot{1, 3}}));
+  EXPECT_EQ(refused(two, {-2, 3}), (FormatsError{fe::BadSlot{0, -2}}));
+  F three(96, 1.0f);
+  EXPECT_EQ(refused(three, {5, 2, 5}), (FormatsError{fe::BadSlot{2, 5}}));
+  EXPECT_EQ(refused(three, {2, 9, 2}), (FormatsError{fe::BadSlot{1, 9}}));
   two[40] = std::numeric_limits<float>::infinity();
   EXPECT_EQ(refused(two, {0, 1}), (FormatsError{fe::NonFiniteInput{40}}));
   EXPECT_EQ(refused(two, {-1, 1}), (FormatsError{fe::NonFiniteInput{40}}));
+  EXPECT_EQ(refused(two, {1, 1}), (FormatsError{fe::BadSlot{1, 1}}));  // slots first
   two[40] = 1;
   two[5] = std::numeric_limits<float>::quiet_NaN();  // a placeholder's: never read
-  props::StoreCase c{g,   RoundingProfile::Cuda,
-                     two, {-1, 2},
-                     {},  std::vector<std::byte>(g.bytes(), std::byte{0x5a})};
-  auto cache = c.before;
-  EXPECT_TRUE(props::cuda_store_rows(c, cache).ok());
-#else
-  GTEST_SKIP() << "built without CUDA";
-#endif
+  std::vector<std::byte> cache;
+  EXPECT_TRUE(store(g, two, {-1, 2}, cache).ok());
+  // shape refusals: nothing queued, the cache as it was
+  EXPECT_EQ(refused(two, {3}), (FormatsError{fe::ShapeMismatch{2, 1}}));
+  cache.assign(g.bytes(), std::byte{0x5a});
+  const CacheGeometry odd{CacheFormat::MainFp8, 40, 4, 2};
+  const props::StoreCase c{odd, RoundingProfile::Cuda, F(80, 1.0f), {0, 1}, {}, cache};
+  EXPECT_EQ(props::cuda_store_rows(c, cache, GetParam()).error(),
+            (FormatsError{fe::ShapeMismatch{32, 40}}));
+  EXPECT_EQ(cache, c.before);
 }
+
+// The read side's refusals: a slot outside the cache (by row) before a never-stored
+// slot's NaN scale (by output value).
+TEST_P(FormatsCuda, refused_reads_name_the_models_first_refusal) {
+  const CacheGeometry g{CacheFormat::MainFp8, 32, 4, 2};
+  std::vector<std::byte> cache = stored(g, F(32, 1.0f), {3});
+  cache[5 * 33 + 32] = std::byte{0xff};  // slot 5's scale: NaN
+  const auto read = [&](std::vector<std::int32_t> reads) {
+    const props::StoreCase c{g, RoundingProfile::Cuda, {}, {}, std::move(reads), cache};
+    const auto got = props::cuda_gather_rows(c, cache, GetParam());
+    return got.ok() ? FormatsError{} : got.error();
+  };
+  EXPECT_EQ(read({3, 5}), (FormatsError{fe::NonFiniteInput{32}}));
+  EXPECT_EQ(read({5, 8}), (FormatsError{fe::BadSlot{1, 8}}));
+  EXPECT_EQ(read({-1, -3}), (FormatsError{fe::BadSlot{1, -3}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryLaunch, FormatsCuda,
+                         ::testing::Values(Mode::Waiting, Mode::Queued, Mode::Captured),
+                         [](const auto& info) { return props::mode_name(info.param); });
+#else
+TEST(FormatsCuda, skipped) { GTEST_SKIP() << "built without CUDA"; }
+#endif
 
 }  // namespace
 }  // namespace aether

@@ -210,6 +210,27 @@ TEST(Formats, store_writes_rows_at_their_slots_and_gather_reads_them) {
   }
 }
 
+// SPEC section 3 for the store: the rows a refused call may change are those at its
+// own slots inside the cache, each once; a slot's bytes are its packed row, or an
+// IndexFp4 row's data and scales in its block's sections.
+TEST(Formats, a_refused_store_may_change_only_its_own_slots) {
+  const CacheGeometry g{CacheFormat::MainFp8, 32, 4, 2};
+  EXPECT_EQ(model::slots_a_refused_store_may_change(g, std::vector<std::int32_t>{5, -1, 8, 2, 5, -2}),
+            (std::vector<std::size_t>{2, 5}));
+  const auto main_bytes = model::bytes_of_slot(g, 2);
+  ASSERT_EQ(main_bytes.size(), 33u);
+  EXPECT_EQ(main_bytes.front(), 66u);
+  EXPECT_EQ(main_bytes.back(), 98u);
+  // IndexFp4, D 128, blocks of 4 rows (272 bytes): slot 5's data at 272 + 64, its
+  // scales at 272 + 4 x 64 + 4
+  const auto index_bytes = model::bytes_of_slot(CacheGeometry{CacheFormat::IndexFp4, 128, 4, 2}, 5);
+  ASSERT_EQ(index_bytes.size(), 68u);
+  EXPECT_EQ(index_bytes[0], 336u);
+  EXPECT_EQ(index_bytes[63], 399u);
+  EXPECT_EQ(index_bytes[64], 532u);
+  EXPECT_EQ(index_bytes[67], 535u);
+}
+
 TEST(Formats, store_refusals_leave_the_cache_untouched) {
   const CacheGeometry g{CacheFormat::MainFp8, 32, 4, 2};
   const std::vector<std::byte> fresh(g.bytes(), std::byte{0x5a});

@@ -1,8 +1,6 @@
 // One compression step given to the CPU backend and to CUDA in each launch mode
-// (CUDA builds only): the waiting call, the queued call (its verdict read after
-// the stream) and the queued call captured in a CUDA graph and replayed after two
-// eager calls have taken both scratch buffers. A test body is written once and run
-// in every mode, as CCCL's tests declare their launch wrapper once.
+// (props/support/cuda_launch.hpp; CUDA builds only), the captured call replayed
+// after two eager calls have taken both scratch buffers.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,12 +12,10 @@
 
 #include "api/compress.hpp"
 #include "impl/cuda/compress.hpp"
+#include "props/support/cuda_launch.hpp"
 #include "props/support/device_buffer.hpp"
 
 namespace aether::props {
-
-enum class Mode { Waiting, Queued, Captured };
-std::string mode_name(Mode mode);
 
 // A step's host buffers: what the call is given and, after it, what it left.
 struct Step {
@@ -63,24 +59,6 @@ class DeviceStep {
   props::DeviceBuffer<std::uint16_t> rows_;
   props::DeviceBuffer<std::int32_t> index_, positions_;
   props::DeviceBuffer<cuda::DeviceVerdict> verdict_;
-};
-
-// The calls `queue` makes on a stream of its own, captured into an instantiated
-// CUDA graph; ok() is false if a call or the capture failed.
-class Graph {
- public:
-  explicit Graph(const std::function<bool(cudaStream_t)>& queue);
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph();
-  bool ok() const { return ok_; }
-  cudaStream_t stream() const { return stream_; }
-  bool replay();
-
- private:
-  cudaStream_t stream_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-  bool ok_ = false;
 };
 
 // Two eager calls of another table (100 requests: uploaded into a scratch buffer,

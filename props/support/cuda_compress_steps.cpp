@@ -9,10 +9,6 @@
 
 namespace aether::props {
 
-std::string mode_name(Mode mode) {
-  return mode == Mode::Waiting ? "waiting" : mode == Mode::Queued ? "queued" : "captured";
-}
-
 Step make_step(std::vector<CompressRequest> requests, const CompressShape& shape, bool decode,
                const std::function<float()>& draw) {
   Step s{std::move(requests), shape, decode, {}, {}, {}, {}, {}, Ok{}};
@@ -123,27 +119,6 @@ void expect_agree(const Step& cpu, const Step& gpu, const Step& given, const std
   EXPECT_TRUE(gpu.rows == cpu.rows) << what << ": rows differ";
   EXPECT_EQ(gpu.index, cpu.index) << what;
   EXPECT_EQ(gpu.positions, cpu.positions) << what;
-}
-
-Graph::Graph(const std::function<bool(cudaStream_t)>& queue) {
-  if (cudaStreamCreate(&stream_) != cudaSuccess ||
-      cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) != cudaSuccess)
-    return;
-  const bool queued = queue(stream_);
-  cudaGraph_t graph;
-  if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) return;
-  ok_ = queued && cudaGraphInstantiate(&exec_, graph, 0) == cudaSuccess;
-  cudaGraphDestroy(graph);
-}
-
-Graph::~Graph() {
-  if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-  if (stream_ != nullptr) cudaStreamDestroy(stream_);
-}
-
-bool Graph::replay() {
-  return cudaGraphLaunch(exec_, stream_) == cudaSuccess &&
-         cudaStreamSynchronize(stream_) == cudaSuccess;
 }
 
 void take_both_scratch_buffers(cudaStream_t stream) {
