@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bench/cuda_timing.cuh"
@@ -142,7 +143,9 @@ bool run(CacheFormat format, std::size_t dim, std::size_t rows, cudaStream_t str
 
 }  // namespace
 
-int main() {
+// Arguments: `main` or `index` (one format only), then row counts (default 4096,
+// 65536, 262144).
+int main(int argc, char** argv) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("formats_bench_cuda: no CUDA device visible, nothing timed\n");
@@ -150,10 +153,20 @@ int main() {
   }
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  bool main_format = true, index_format = true;
+  std::vector<std::size_t> sizes;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "main" || arg == "index")
+      main_format = arg == "main", index_format = arg == "index";
+    else
+      sizes.push_back(std::strtoull(argv[i], nullptr, 10));
+  }
+  if (sizes.empty()) sizes = {4096, 65536, 262144};
   bool ok = true;
-  for (const std::size_t rows : {4096, 65536, 262144}) {
-    ok = run(CacheFormat::MainFp8, 512, rows, stream) && ok;
-    ok = run(CacheFormat::IndexFp4, 128, rows, stream) && ok;
+  for (const std::size_t rows : sizes) {
+    if (main_format) ok = run(CacheFormat::MainFp8, 512, rows, stream) && ok;
+    if (index_format) ok = run(CacheFormat::IndexFp4, 128, rows, stream) && ok;
   }
   return ok ? 0 : 1;
 }

@@ -6,7 +6,8 @@
 # throughput, or its own instructions). First launches of each benchmark, clocks
 # left as the driver sets them. Uses an existing build (default build/default);
 # one log per benchmark in $OUT (default build/gpu-logs), a summary on stdout.
-# Usage: scripts/gpu_profile.sh [BUILD]
+# Usage: scripts/gpu_profile.sh [BUILD]; AETHER_PROFILE_ONLY=BENCH profiles that
+# benchmark's kernels only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
@@ -23,7 +24,8 @@ stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
 profile() {  # profile NAME KERNEL-REGEX COUNT [ARGS...]: the first COUNT matching launches of bench NAME ARGS
   local name=$1 kernels=$2 count=$3
   shift 3
-  local log="$out/profile-$name${1:+-${1//:/-}}.log"
+  [[ -z ${AETHER_PROFILE_ONLY:-} || $name == "$AETHER_PROFILE_ONLY" ]] || return 0
+  local log="$out/profile-$name${1:+-${1//:/-}}-${kernels//[^a-z_]/}.log"
   echo "== $name $*: $kernels"
   : >"$log"
   for m in "$metrics" "$stalls"; do
@@ -41,3 +43,7 @@ profile compress_bench_cuda 'decode_rows' 4 decode:4096
 profile paging_bench_cuda 'convert|describe_refusal' 4 4096
 profile paging_bench_cuda 'convert|describe_refusal' 4 16384
 profile indexer_bench_cuda 'wide_' 3
+profile formats_bench_cuda 'store_rows' 2 main 262144
+profile formats_bench_cuda 'gather_rows' 2 main 262144
+profile formats_bench_cuda 'store_rows' 2 index 262144
+profile formats_bench_cuda 'gather_rows' 2 index 262144

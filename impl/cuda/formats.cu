@@ -1,13 +1,15 @@
 // CUDA store and read side of the cache formats (impl/cuda/formats.hpp): the host's
-// refusals, then one kernel a call (impl/cuda/formats_rows.cuh) and, after it, a
-// one-thread kernel that puts a refused row's slot in the verdict for the host.
+// refusals, then one kernel a call (impl/cuda/formats_store.cuh,
+// impl/cuda/formats_gather.cuh) and, after it, a one-thread kernel that puts a
+// refused row's slot in the verdict for the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <bit>
 
 #include "impl/cuda/formats.hpp"
-#include "impl/cuda/formats_rows.cuh"
+#include "impl/cuda/formats_gather.cuh"
+#include "impl/cuda/formats_store.cuh"
 #include "impl/cuda/launch.cuh"
 
 namespace aether::cuda {
@@ -27,8 +29,19 @@ fr::Layout layout_of(const CacheGeometry& g) {
           g.slots()};
 }
 
-unsigned blocks_for(std::size_t rows) {
-  return unsigned(std::clamp<std::size_t>((rows + fr::kWarps - 1) / fr::kWarps, 1, 1u << 20));
+// A grid for `rows` rows: batches small enough that every warp the device holds at
+// once has one (a small call is spread out), at most 32 rows (a large call's
+// warps each take several batches).
+struct Grid {
+  unsigned blocks, per_batch;
+};
+Grid grid_for(const void* kernel, std::size_t rows) {
+  const std::size_t warps = std::max<std::size_t>(1, resident_blocks(kernel, fr::kThreads)) *
+                            fr::kWarps;
+  const auto per_batch = unsigned(std::clamp<std::size_t>((rows + warps - 1) / warps, 1, 32));
+  const std::size_t batches = (rows + per_batch - 1) / per_batch;
+  return {unsigned(std::min<std::size_t>((batches + fr::kWarps - 1) / fr::kWarps, 1u << 20)),
+          per_batch};
 }
 
 // After the call's kernel (its programmatic dependent): a refused row's slot.
@@ -54,9 +67,10 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
   const fr::Claims claims{static_cast<std::int32_t*>(table),
                           static_cast<unsigned*>(table) + entries, bits};
   const bool fast = lay.group.scale == ScaleKind::UE8M0 && profile == RoundingProfile::Cuda;
-  (fast ? fr::store_rows<true> : fr::store_rows<false>)<<<blocks_for(n), fr::kThreads, 0,
-                                                           stream>>>(
-      rows, slots, n, lay, profile, claims, &verdict->refusal, cache);
+  const auto kernel = fast ? fr::store_rows<true> : fr::store_rows<false>;
+  const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), n);
+  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(rows, slots, n, grid.per_batch, lay, profile,
+                                                   claims, &verdict->refusal, cache);
   const cudaError_t launched = cudaGetLastError();
   if (int e = release_scratch(stream); launched == cudaSuccess && e != 0) return cudaError_t(e);
   if (launched != cudaSuccess) return launched;
@@ -66,8 +80,9 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
 cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache,
                          const std::int32_t* slots, std::size_t m, double* out,
                          DeviceVerdict* verdict, Stream stream) {
-  fr::gather_rows<<<blocks_for(m), fr::kThreads, 0, stream>>>(cache, slots, m, layout_of(g),
-                                                              &verdict->refusal, out);
+  const Grid grid = grid_for(reinterpret_cast<const void*>(fr::gather_rows), m);
+  fr::gather_rows<<<grid.blocks, fr::kThreads, 0, stream>>>(cache, slots, m, grid.per_batch,
+                                                            layout_of(g), &verdict->refusal, out);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   return overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
 }

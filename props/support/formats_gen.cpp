@@ -39,8 +39,9 @@ std::vector<float> group_values(Element e, std::size_t n, float s) {
       case 1:
         x = sign * (values[i] + values[i + 1]) / 2 * s;
         break;  // a tie exactly
-      case 2:
-        x = sign * std::nextafter((values[i] + values[i + 1]) / 2 * s, 0.0f);
+      case 2:  // one float either side of a tie
+        x = sign * std::nextafter((values[i] + values[i + 1]) / 2 * s,
+                                  *gen::arbitrary<bool>() ? 0.0f : 1e30f);
         break;
       case 3:
         x = sign * *gen::element(0.0f, top * s * 2, top * s * 8);
@@ -59,6 +60,20 @@ std::vector<float> group_values(Element e, std::size_t n, float s) {
   }
   return g;
 }
+
+// A row of `groups` groups of format f, each around a scale of its own: a UE8M0
+// scale is a power of two, an E4M3 scale any E4M3 value.
+std::vector<float> row_values(GroupFormat f, std::size_t groups) {
+  std::vector<float> row;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const float s = f.scale == ScaleKind::UE8M0
+                        ? std::ldexp(1.0f, *gen::inRange(-40, 100))
+                        : *gen::element(1.0f, 1.5f, 0.1875f, 448.0f, std::ldexp(1.0f, -9), 13.0f);
+    const auto values = group_values(f.element, f.group, s);
+    row.insert(row.end(), values.begin(), values.end());
+  }
+  return row;
+}
 }  // namespace
 
 Gen<FormatsCase> gen_formats_row() {
@@ -66,16 +81,7 @@ Gen<FormatsCase> gen_formats_row() {
     FormatsCase c;
     c.format = *gen::element(CacheFormat::MainFp8, CacheFormat::MainFp4, CacheFormat::IndexFp4);
     c.profile = *gen::element(RoundingProfile::Cuda, RoundingProfile::TiesTowardZero);
-    const GroupFormat f = group_format(c.format);
-    const auto groups = *gen::inRange<std::size_t>(1, 5);
-    for (std::size_t g = 0; g < groups; ++g) {
-      // a UE8M0 scale is a power of two; an E4M3 scale any E4M3 value
-      const float s = f.scale == ScaleKind::UE8M0
-                          ? std::ldexp(1.0f, *gen::inRange(-40, 100))
-                          : *gen::element(1.0f, 1.5f, 0.1875f, 448.0f, std::ldexp(1.0f, -9), 13.0f);
-      const auto values = group_values(f.element, f.group, s);
-      c.row.insert(c.row.end(), values.begin(), values.end());
-    }
+    c.row = row_values(group_format(c.format), *gen::inRange<std::size_t>(1, 5));
     return c;
   });
 }
@@ -121,9 +127,14 @@ Gen<StoreCase> gen_store_case() {
                *gen::inRange<std::size_t>(1, 5), *gen::inRange<std::size_t>(1, 4)};
     c.profile = *gen::element(RoundingProfile::Cuda, RoundingProfile::TiesTowardZero);
     const auto n = *gen::inRange<std::size_t>(0, 7);
-    for (std::size_t i = 0; i < n * c.cache.dim; ++i)
-      c.rows.push_back(*gen::inRange(0, 50) == 0 ? std::numeric_limits<float>::quiet_NaN()
-                                                 : float(*gen::inRange(-64, 65)) / 8);
+    for (std::size_t j = 0; j < n; ++j) {
+      auto row = row_values(group_format(format), c.cache.dim / group_format(format).group);
+      if (*gen::inRange(0, 8) == 0)
+        row[*gen::inRange<std::size_t>(0, row.size())] =
+            *gen::element(std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity());
+      c.rows.insert(c.rows.end(), row.begin(), row.end());
+    }
     for (std::size_t j = 0; j < n; ++j)
       c.slots.push_back(*gen::inRange<std::int32_t>(-2, std::int32_t(c.cache.slots()) + 1));
     for (std::size_t b = 0; b < c.cache.bytes(); ++b)

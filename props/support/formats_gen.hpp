@@ -1,8 +1,8 @@
 // Reusable RapidCheck generators for the cache formats' codecs (source 003 A.5):
 // rows whose groups hit the encodings' ties exactly (values at midpoints of two
-// codes times the group's scale), their largest values, subnormals, signed zeros,
-// saturation, amax exactly or one ulp past a power of two times the largest
-// element, and magnitudes from 2^-30 to 2^100.
+// codes times the group's scale) and one float either side, their largest values,
+// subnormals, signed zeros, saturation, amax exactly or one ulp past a power of two
+// times the largest element, and magnitudes from 2^-30 to 2^100.
 #pragma once
 
 #include <rapidcheck.h>
@@ -30,9 +30,10 @@ rc::Gen<FormatsCase> gen_formats_row();
 rc::Gen<FormatsCase> gen_faulty_formats_row();
 
 // A store into a paged cache and reads back: a geometry of 1 to 4 groups a row,
-// 1 to 4 rows a block, 1 to 3 blocks; 0 to 6 rows (one value in 50 a NaN) with
-// slots in [-2, slots] (placeholders, slots outside, slots twice); the cache's
-// bytes before the store at random; 4 slots to read in [-1, slots).
+// 1 to 4 rows a block, 1 to 3 blocks; 0 to 6 rows whose groups have the shapes
+// above (one row in 8 with a NaN or infinity) with slots in [-2, slots]
+// (placeholders, slots outside, slots twice); the cache's bytes before the store
+// at random; 4 slots to read in [-1, slots).
 struct StoreCase {
   CacheGeometry cache;
   RoundingProfile profile = RoundingProfile::Cuda;
