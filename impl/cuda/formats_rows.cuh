@@ -152,9 +152,9 @@ struct E2m1Tables {
 __device__ inline void fill_e2m1_tables(E2m1Tables& t) {
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) {
     const double a = value_of(Element::E4M3, std::uint8_t(i));
-    const double nudge[3] = {0.0, 0x1p-12, -0x1p-12};
+    const double at[3] = {a, a + 0x1p-12, a - 0x1p-12};  // a itself: -0 + 0 would be +0
     for (int d = 0; d < 3; ++d)
-      t.code[d][i] = __nv_cvt_double_to_fp4(a + nudge[d], __NV_E2M1, cudaRoundNearest);
+      t.code[d][i] = __nv_cvt_double_to_fp4(at[d], __NV_E2M1, cudaRoundNearest);
     t.pair[i] = __half22float2(__half2(__nv_cvt_fp4x2_to_halfraw2(__nv_fp4x2_storage_t(i), __NV_E2M1)));
   }
 }
