@@ -18,15 +18,10 @@ namespace {
 namespace fe = formats_error;
 namespace fr = formats_rows;
 
-fr::Layout layout_of(const CacheGeometry& g) {
-  const GroupFormat f = group_format(g.format);
-  return {f,
-          g.format == CacheFormat::IndexFp4,
-          unsigned(f.element == Element::E4M3 ? f.group : f.group / 2),
-          g.dim,
-          g.rows_per_block,
-          cache_row_bytes(g.format, g.dim),
-          g.slots()};
+template <CacheFormat F>
+fr::Layout<F> layout_of(const CacheGeometry& g) {
+  return {g.dim, g.rows_per_block, cache_row_bytes(g.format, g.dim),
+          std::int64_t(std::min<std::size_t>(g.slots(), std::size_t(1) << 40))};
 }
 
 // A grid for `rows` rows: batches small enough that every warp the device holds at
@@ -52,10 +47,20 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
     verdict->detail[0] = slots[refusal & fr::kIndexBits];
 }
 
+template <CacheFormat F, bool Fast>
+void launch_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
+                  std::size_t n, std::byte* cache, RoundingProfile profile, fr::Claims claims,
+                  DeviceVerdict* verdict, Stream stream) {
+  const auto kernel = fr::store_rows<F, Fast>;
+  const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), n);
+  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(rows, slots, n, grid.per_batch,
+                                                   layout_of<F>(g), profile, claims,
+                                                   &verdict->refusal, cache);
+}
+
 cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
                         std::size_t n, std::byte* cache, RoundingProfile profile,
                         DeviceVerdict* verdict, Stream stream) {
-  const fr::Layout lay = layout_of(g);
   // the claims' table: twice the distinct slots the call can name, rounded up
   const std::size_t names = std::min<std::size_t>(n, g.slots());
   const unsigned bits =
@@ -66,23 +71,42 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
   cudaMemsetAsync(table, 0xff, 8 * entries, stream);
   const fr::Claims claims{static_cast<std::int32_t*>(table),
                           static_cast<unsigned*>(table) + entries, bits};
-  const bool fast = lay.group.scale == ScaleKind::UE8M0 && profile == RoundingProfile::Cuda;
-  const auto kernel = fast ? fr::store_rows<true> : fr::store_rows<false>;
-  const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), n);
-  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(rows, slots, n, grid.per_batch, lay, profile,
-                                                   claims, &verdict->refusal, cache);
+  // UE8M0 scales under the Cuda profile take the float path (formats_store.cuh)
+  const bool fast = profile == RoundingProfile::Cuda;
+  using enum CacheFormat;
+  if (g.format == MainFp8)
+    (fast ? launch_store<MainFp8, true> : launch_store<MainFp8, false>)(
+        g, rows, slots, n, cache, profile, claims, verdict, stream);
+  else if (g.format == MainFp4)
+    launch_store<MainFp4, false>(g, rows, slots, n, cache, profile, claims, verdict, stream);
+  else
+    (fast ? launch_store<IndexFp4, true> : launch_store<IndexFp4, false>)(
+        g, rows, slots, n, cache, profile, claims, verdict, stream);
   const cudaError_t launched = cudaGetLastError();
   if (int e = release_scratch(stream); launched == cudaSuccess && e != 0) return cudaError_t(e);
   if (launched != cudaSuccess) return launched;
   return overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
 }
 
+template <CacheFormat F>
+void launch_gather(const CacheGeometry& g, const std::byte* cache, const std::int32_t* slots,
+                   std::size_t m, double* out, DeviceVerdict* verdict, Stream stream) {
+  const auto kernel = fr::gather_rows<F>;
+  const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), m);
+  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(cache, slots, m, grid.per_batch,
+                                                   layout_of<F>(g), &verdict->refusal, out);
+}
+
 cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache,
                          const std::int32_t* slots, std::size_t m, double* out,
                          DeviceVerdict* verdict, Stream stream) {
-  const Grid grid = grid_for(reinterpret_cast<const void*>(fr::gather_rows), m);
-  fr::gather_rows<<<grid.blocks, fr::kThreads, 0, stream>>>(cache, slots, m, grid.per_batch,
-                                                            layout_of(g), &verdict->refusal, out);
+  using enum CacheFormat;
+  if (g.format == MainFp8)
+    launch_gather<MainFp8>(g, cache, slots, m, out, verdict, stream);
+  else if (g.format == MainFp4)
+    launch_gather<MainFp4>(g, cache, slots, m, out, verdict, stream);
+  else
+    launch_gather<IndexFp4>(g, cache, slots, m, out, verdict, stream);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   return overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
 }

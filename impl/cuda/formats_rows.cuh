@@ -21,6 +21,9 @@ namespace aether::cuda::formats_rows {
 using namespace formats_codes;
 
 inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
+// Blocks an SM holds (ptxas -v: no spills): the store 3 (85 registers a thread),
+// the read side 4 (64).
+inline constexpr int kStoreBlocksPerSm = 3, kGatherBlocksPerSm = 4;
 // Elements a warp converts between two copies: kQuads float4 a lane. A chunk's
 // bytes are at most 528 (MainFp8: 16 groups of 33).
 inline constexpr unsigned kQuads = 4, kChunk = 128 * kQuads, kChunkBytes = 544;
@@ -32,35 +35,45 @@ __host__ __device__ constexpr unsigned long long refusal(unsigned kind, std::siz
 }
 inline constexpr unsigned long long kIndexBits = (1ull << 62) - 1;
 
-// Where a slot's bytes are, and a chunk's within them.
+// a / b, in 32 bits where both fit (a runtime divisor costs about 20 instructions
+// in 32 bits, several times that in 64).
+__device__ inline std::size_t quotient(std::size_t a, std::size_t b) {
+  return (a | b) >> 32 == 0 ? std::size_t(unsigned(a) / unsigned(b)) : a / b;
+}
+
+// Where a slot's bytes are, and an item's within them; the format's constants at
+// compile time (a group's size divides as a shift).
+template <CacheFormat F>
 struct Layout {
-  GroupFormat group;
-  bool index;                   // IndexFp4: a block's data section, then its scales
-  unsigned data_bytes;          // a group's element bytes
-  std::size_t dim, rows_per_block, row_bytes, slots;
-  __host__ __device__ unsigned group_bytes() const { return data_bytes + (index ? 0 : 1); }
-  // The destination of chunk [e0, e0 + n) of slot s: one range (main formats), or
-  // the data range and the scale range (IndexFp4).
+  static constexpr GroupFormat format = group_format(F);
+  static constexpr unsigned group = unsigned(format.group);
+  static constexpr bool index = F == CacheFormat::IndexFp4;  // data section, then scales
+  static constexpr bool e4m3 = format.element == Element::E4M3;
+  static constexpr unsigned data_bytes = e4m3 ? group : group / 2;  // a group's elements
+  static constexpr unsigned group_bytes = data_bytes + (index ? 0 : 1);
+  std::size_t dim, rows_per_block, row_bytes;
+  std::int64_t slots;
+  // Elements [e0, e0 + n) of slot s: one range (main formats), or the data range
+  // and the scale range (IndexFp4).
   __device__ std::byte* data_at(std::byte* cache, std::size_t s, std::size_t e0) const {
-    if (!index) return cache + s * row_bytes + e0 / group.group * group_bytes();
-    const std::size_t block = s / rows_per_block * rows_per_block * row_bytes;
-    return cache + block + s % rows_per_block * (dim / 2) + e0 / 2;
+    if constexpr (!index) return cache + s * row_bytes + e0 / group * group_bytes;
+    const std::size_t block = quotient(s, rows_per_block);
+    return cache + block * rows_per_block * row_bytes + (s - block * rows_per_block) * (dim / 2) +
+           e0 / 2;
   }
   __device__ std::byte* scales_at(std::byte* cache, std::size_t s, std::size_t e0) const {
-    const std::size_t block = s / rows_per_block * rows_per_block * row_bytes;
-    return cache + block + rows_per_block * (dim / 2) + s % rows_per_block * (dim / 32) + e0 / 32;
+    const std::size_t block = quotient(s, rows_per_block);
+    return cache + block * rows_per_block * row_bytes + rows_per_block * (dim / 2) +
+           (s - block * rows_per_block) * (dim / 32) + e0 / 32;
   }
-  // Bytes of a chunk of n elements: its data range (everything, main formats).
-  __device__ unsigned data_length(unsigned n) const {
-    return index ? n / 2 : n / unsigned(group.group) * group_bytes();
+  // Bytes of n elements (whole groups): their data range (everything, main formats).
+  static __device__ unsigned data_length(unsigned n) { return n / group * (index ? 16 : group_bytes); }
+  // Within an item's image of n elements: element e's group's data, and its scale.
+  static __device__ unsigned image_data(unsigned e) { return e / group * group_bytes; }
+  static __device__ unsigned image_scale(unsigned e, unsigned n) {
+    return index ? n / 2 + e / group : image_data(e) + data_bytes;
   }
-  // Within a chunk's image: element e's group's data, and its scale byte.
-  __device__ unsigned image_data(unsigned e) const {
-    return e / unsigned(group.group) * group_bytes();
-  }
-  __device__ unsigned image_scale(unsigned e, unsigned n) const {
-    return index ? n / 2 + e / unsigned(group.group) : image_data(e) + data_bytes;
-  }
+  __device__ bool inside(std::int64_t s) const { return s >= 0 && s < slots; }
 };
 
 // `length` bytes from `from` to `to` (shared and global, either way) by the warp,
@@ -100,32 +113,43 @@ __device__ inline void fetch_bytes(std::byte* to, const std::byte* from, unsigne
   copy_bytes(to, from, length, lane);
 }
 
-__device__ inline bool inside(std::int64_t s, const Layout& lay) {
-  return s >= 0 && s < std::int64_t(lay.slots);
-}
-
 // A warp's rows, `per_batch` (at most 32) at a time, grid-stride: lane i holds the
 // slot of row base + i (-1 past the batch) and refuses it if it is neither -1 nor
-// inside the cache. A batch's work is its rows' chunks in order, item t being chunk
-// t % chunks of row t / chunks, so the next item's loads can be issued before this
-// one's work.
+// inside the cache. The batch's values are one flat run (rows are contiguous, in
+// and out), cut into items of kChunk elements; an item may end inside a row or
+// cover several, but never cuts a group (kChunk and D are whole groups). Flat
+// element f is element f % D of row base + f / D.
 struct Batch {
-  std::size_t base;
-  unsigned count, chunks;
+  std::size_t base, dim;
+  unsigned count;
   std::int64_t slot;  // this lane's row's
-  __device__ unsigned items() const { return count * chunks; }
-  __device__ std::size_t row(unsigned t) const { return base + t / chunks; }
-  __device__ std::size_t first(unsigned t) const { return std::size_t(t % chunks) * kChunk; }
-  __device__ std::int64_t slot_of(unsigned t) const { return __shfl_sync(kAll, slot, t / chunks); }
+  __device__ unsigned items() const { return unsigned((count * dim + kChunk - 1) / kChunk); }
+  __device__ std::size_t first(unsigned t) const { return std::size_t(t) * kChunk; }
+  __device__ unsigned size(unsigned t) const {
+    const std::size_t left = count * dim - first(t);
+    return unsigned(left < kChunk ? left : kChunk);
+  }
+  // The slots of this lane's flat elements f, f + step, ...: one division, then
+  // the row followed by adding the step.
+  template <unsigned K>
+  __device__ void slots_from(std::size_t f, unsigned step, std::int64_t (&s)[K]) const {
+    std::size_t row = quotient(f, dim), at = f - row * dim;
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      s[k] = __shfl_sync(kAll, slot, int(row < 32 ? row : 31));
+      for (at += step; at >= dim; at -= dim) ++row;
+    }
+  }
 };
-__device__ inline Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
-                                 const std::int32_t* slots, const Layout& lay,
-                                 unsigned long long* verdict) {
+template <CacheFormat F>
+__device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
+                          const std::int32_t* slots, const Layout<F>& lay,
+                          unsigned long long* verdict) {
   const unsigned lane = threadIdx.x % 32;
   const unsigned count = unsigned(n - base < per_batch ? n - base : per_batch);
   const std::int64_t s = lane < count ? slots[base + lane] : -1;
-  if (s != -1 && !inside(s, lay)) atomicMin(verdict, refusal(0, base + lane));
-  return {base, count, unsigned((lay.dim + kChunk - 1) / kChunk), s};
+  if (s != -1 && !lay.inside(s)) atomicMin(verdict, refusal(0, base + lane));
+  return {base, lay.dim, count, s};
 }
 // A warp's first batch, and the grid's stride between batches.
 __device__ inline std::size_t first_batch(unsigned per_batch) {
@@ -134,6 +158,20 @@ __device__ inline std::size_t first_batch(unsigned per_batch) {
 __device__ inline std::size_t batch_stride(unsigned per_batch) {
   return std::size_t(gridDim.x) * kWarps * per_batch;
 }
+
+// fn(slot, e, i, n) for each row item t touches whose slot is inside the cache:
+// its elements [e, e + n) are the item's [i, i + n).
+template <CacheFormat F, class Fn>
+__device__ void for_each_row_part(const Batch& b, unsigned t, const Layout<F>& lay, Fn fn) {
+  const std::size_t f0 = b.first(t), end = f0 + b.size(t);
+  for (std::size_t r = quotient(f0, b.dim); r * b.dim < end; ++r) {
+    const std::int64_t s = __shfl_sync(kAll, b.slot, int(r));
+    const std::size_t lo = r * b.dim > f0 ? r * b.dim : f0;
+    const std::size_t hi = (r + 1) * b.dim < end ? (r + 1) * b.dim : end;
+    if (lay.inside(s)) fn(std::size_t(s), lo - r * b.dim, unsigned(lo - f0), unsigned(hi - lo));
+  }
+}
+
 // E2M1 by table lookups filled with CUDA's own conversions: sm_90 has no E2M1
 // conversion instruction, and cuda_fp4.h's software path costs about a hundred
 // instructions a value. Encoding q (exact, |q| <= 6 under a UE8M0 scale): a, the
@@ -164,11 +202,6 @@ __device__ inline std::uint8_t e2m1_pair(const float2& q, const E2m1Tables& t) {
   const float2 v = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(a, __NV_E4M3)));
   const auto side = [](float q, float v) { return q == v ? 0 : q > v ? 1 : 2; };
   return std::uint8_t(t.code[side(q.x, v.x)][a & 0xff] | t.code[side(q.y, v.y)][a >> 8] << 4);
-}
-
-// The elements of the chunk at e0: kChunk, or what is left of the row.
-__device__ inline unsigned chunk_size(const Layout& lay, std::size_t e0) {
-  return unsigned(lay.dim - e0 < kChunk ? lay.dim - e0 : kChunk);
 }
 
 }  // namespace aether::cuda::formats_rows
