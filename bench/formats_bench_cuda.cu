@@ -51,9 +51,9 @@ void report(const char* what, double bytes, float waiting, float queued, float g
       "  %s: %.1f MB; waiting %.1f us, queued %.1f us (%.2f of copy), graph %.1f us (%.2f); copy "
       "%.1f us (%.2f TB/s); %s; empty-kernel graph %.1f us\n",
       what, bytes / 1e6, waiting, queued, copy / queued, graph, copy / graph, copy, copy_bw / 1e6,
-      copy < 10                                         ? "launch-bound, no ratio bar"
+      copy < 10                                     ? "launch-bound, no ratio bar"
       : copy / queued >= 0.8 && copy / graph >= 0.8 ? "bar (0.80 queued and in a graph) met"
-                                                        : "bar (0.80 queued and in a graph) NOT met",
+                                                    : "bar (0.80 queued and in a graph) NOT met",
       empty);
 }
 
@@ -73,8 +73,8 @@ bool run(CacheFormat format, std::size_t dim, std::size_t rows, cudaStream_t str
   const std::size_t copy_bytes = std::max(store_bytes, gather_bytes) / 2;
   std::vector<Set> sets(rotation_sets(store_bytes + gather_bytes));
   for (Set& s : sets) {
-    s = {device<float>(rows * dim),    device<std::int32_t>(rows),   device<std::byte>(g.bytes()),
-         device<double>(rows * dim),   device<std::byte>(copy_bytes), device<std::byte>(copy_bytes)};
+    s = {device<float>(rows * dim),  device<std::int32_t>(rows),    device<std::byte>(g.bytes()),
+         device<double>(rows * dim), device<std::byte>(copy_bytes), device<std::byte>(copy_bytes)};
     check(cudaMemcpy(s.rows, host_rows.data(), rows * dim * 4, cudaMemcpyHostToDevice), "up");
     check(cudaMemcpy(s.slots, slots.data(), rows * 4, cudaMemcpyHostToDevice), "up");
     check(cudaMemset(s.cache, 0, g.bytes()), "memset");
@@ -124,18 +124,22 @@ bool run(CacheFormat format, std::size_t dim, std::size_t rows, cudaStream_t str
   std::printf("formats cuda %s D %zu, %zu rows (%zu input sets)\n",
               format == CacheFormat::MainFp8 ? "MainFp8" : "IndexFp4", dim, rows, sets.size());
   report("store", double(store_bytes),
-         median_us(stream, [&] { must(store(next(), nullptr)); }, 1),
+         median_us(
+             stream, [&] { must(store(next(), nullptr)); }, 1),
          median_us(stream, [&] { must(store(next(), verdict)); }),
-         graph_us(stream, [&] { must(store(next(), verdict)); }, sets.size()), copy(store_bytes),
-         empty);
+         graph_us(
+             stream, [&] { must(store(next(), verdict)); }, sets.size()),
+         copy(store_bytes), empty);
   report("read side", double(gather_bytes),
-         median_us(stream, [&] { must(gather(next(), nullptr)); }, 1),
+         median_us(
+             stream, [&] { must(gather(next(), nullptr)); }, 1),
          median_us(stream, [&] { must(gather(next(), verdict)); }),
-         graph_us(stream, [&] { must(gather(next(), verdict)); }, sets.size()), copy(gather_bytes),
-         empty);
+         graph_us(
+             stream, [&] { must(gather(next(), verdict)); }, sets.size()),
+         copy(gather_bytes), empty);
   for (const Set& s : sets)
-    for (void* p : {(void*)s.rows, (void*)s.slots, (void*)s.cache, (void*)s.out,
-                    (void*)s.copy_from, (void*)s.copy_to})
+    for (void* p : {(void*)s.rows, (void*)s.slots, (void*)s.cache, (void*)s.out, (void*)s.copy_from,
+                    (void*)s.copy_to})
       cudaFree(p);
   cudaFree(verdict);
   return true;

@@ -61,8 +61,7 @@ AETHER_PROP(Formats, index_sections_place_every_row_once, "model", ()) {
 // "" when the caches are equal (or differ only at bytes `ignored` marks); otherwise
 // the first few differing bytes, each with its slot and both values.
 std::string cache_report(const CacheGeometry& g, const std::vector<std::byte>& want,
-                         const std::vector<std::byte>& got,
-                         const std::vector<bool>& ignored = {}) {
+                         const std::vector<std::byte>& got, const std::vector<bool>& ignored = {}) {
   if (got.size() != want.size()) return "cache of " + std::to_string(got.size()) + " bytes";
   std::vector<std::int64_t> slot_of(want.size(), -1);
   for (std::size_t s = 0; s < g.slots(); ++s)
@@ -71,8 +70,8 @@ std::string cache_report(const CacheGeometry& g, const std::vector<std::byte>& w
   int shown = 0;
   for (std::size_t b = 0; b < want.size() && shown < 8; ++b) {
     if (want[b] == got[b] || (!ignored.empty() && ignored[b])) continue;
-    os << "byte " << b << " (slot " << slot_of[b] << "): want 0x" << std::hex
-       << int(want[b]) << ", got 0x" << int(got[b]) << std::dec << "\n";
+    os << "byte " << b << " (slot " << slot_of[b] << "): want 0x" << std::hex << int(want[b])
+       << ", got 0x" << int(got[b]) << std::dec << "\n";
     ++shown;
   }
   return os.str();
@@ -137,10 +136,14 @@ void check_store(const props::StoreCase& c, Store store, Gather gather, bool tra
 // Every launch mode: waiting, queued, captured in a graph.
 AETHER_GPU_PROP(FormatsCuda, store_and_gather_equal_the_models, "L0", ()) {
   const props::StoreCase c = *props::gen_store_case();
-  const props::Mode mode = *rc::gen::element(props::Mode::Waiting, props::Mode::Queued, props::Mode::Captured);
+  const props::Mode mode =
+      *rc::gen::element(props::Mode::Waiting, props::Mode::Queued, props::Mode::Captured);
   RC_TAG(props::mode_name(mode));
   check_store(
-      c, [&](const props::StoreCase& c, auto& cache) { return props::cuda_store_rows(c, cache, mode); },
+      c,
+      [&](const props::StoreCase& c, auto& cache) {
+        return props::cuda_store_rows(c, cache, mode);
+      },
       [&](const props::StoreCase& c, const auto& cache) {
         return props::cuda_gather_rows(c, cache, mode);
       },

@@ -63,9 +63,9 @@ TEST_P(FormatsCuda, a_c2_block_holds_the_sources_bytes) {
 // Rows longer than a chunk (kChunk, 512 elements): MainFp8 and IndexFp4 at D 1056,
 // MainFp4 at D 1040, each row's chunks where the model places them, and read back.
 TEST_P(FormatsCuda, rows_past_a_chunk_are_stored_and_read_whole) {
-  for (const auto& [format, dim] : {std::pair{CacheFormat::MainFp8, 1056},
-                                    std::pair{CacheFormat::MainFp4, 1040},
-                                    std::pair{CacheFormat::IndexFp4, 1056}}) {
+  for (const auto& [format, dim] :
+       {std::pair{CacheFormat::MainFp8, 1056}, std::pair{CacheFormat::MainFp4, 1040},
+        std::pair{CacheFormat::IndexFp4, 1056}}) {
     const CacheGeometry g{format, std::size_t(dim), 3, 2};
     F rows(2 * std::size_t(dim));
     for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = float(int(i % 23) - 11) / 5;

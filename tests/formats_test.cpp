@@ -215,8 +215,9 @@ TEST(Formats, store_writes_rows_at_their_slots_and_gather_reads_them) {
 // IndexFp4 row's data and scales in its block's sections.
 TEST(Formats, a_refused_store_may_change_only_its_own_slots) {
   const CacheGeometry g{CacheFormat::MainFp8, 32, 4, 2};
-  EXPECT_EQ(model::slots_a_refused_store_may_change(g, std::vector<std::int32_t>{5, -1, 8, 2, 5, -2}),
-            (std::vector<std::size_t>{2, 5}));
+  EXPECT_EQ(
+      model::slots_a_refused_store_may_change(g, std::vector<std::int32_t>{5, -1, 8, 2, 5, -2}),
+      (std::vector<std::size_t>{2, 5}));
   const auto main_bytes = model::bytes_of_slot(g, 2);
   ASSERT_EQ(main_bytes.size(), 33u);
   EXPECT_EQ(main_bytes.front(), 66u);

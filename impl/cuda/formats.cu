@@ -31,8 +31,8 @@ struct Grid {
   unsigned blocks, per_batch;
 };
 Grid grid_for(const void* kernel, std::size_t rows) {
-  const std::size_t warps = std::max<std::size_t>(1, resident_blocks(kernel, fr::kThreads)) *
-                            fr::kWarps;
+  const std::size_t warps =
+      std::max<std::size_t>(1, resident_blocks(kernel, fr::kThreads)) * fr::kWarps;
   const auto per_batch = unsigned(std::clamp<std::size_t>((rows + warps - 1) / warps, 1, 32));
   const std::size_t batches = (rows + per_batch - 1) / per_batch;
   return {unsigned(std::min<std::size_t>((batches + fr::kWarps - 1) / fr::kWarps, 1u << 20)),
@@ -53,9 +53,8 @@ void launch_store(const CacheGeometry& g, const float* rows, const std::int32_t*
                   DeviceVerdict* verdict, Stream stream) {
   const auto kernel = fr::store_rows<F, Fast>;
   const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), n);
-  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(rows, slots, n, grid.per_batch,
-                                                   layout_of<F>(g), profile, claims,
-                                                   &verdict->refusal, cache);
+  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(rows, slots, n, grid.per_batch, layout_of<F>(g),
+                                                   profile, claims, &verdict->refusal, cache);
 }
 
 cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
@@ -63,8 +62,7 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
                         DeviceVerdict* verdict, Stream stream) {
   // the claims' table: twice the distinct slots the call can name, rounded up
   const std::size_t names = std::min<std::size_t>(n, g.slots());
-  const unsigned bits =
-      std::clamp(unsigned(std::bit_width(2 * names - (names > 0))), 1u, 32u);
+  const unsigned bits = std::clamp(unsigned(std::bit_width(2 * names - (names > 0))), 1u, 32u);
   const std::size_t entries = std::size_t(1) << bits;
   void* table = nullptr;
   if (int e = upload_scratch(nullptr, 8 * entries, stream, &table)) return cudaError_t(e);
@@ -75,13 +73,15 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
   const bool fast = profile == RoundingProfile::Cuda;
   using enum CacheFormat;
   if (g.format == MainFp8)
-    (fast ? launch_store<MainFp8, true> : launch_store<MainFp8, false>)(
-        g, rows, slots, n, cache, profile, claims, verdict, stream);
+    (fast ? launch_store<MainFp8, true> : launch_store<MainFp8, false>)(g, rows, slots, n, cache,
+                                                                        profile, claims, verdict,
+                                                                        stream);
   else if (g.format == MainFp4)
     launch_store<MainFp4, false>(g, rows, slots, n, cache, profile, claims, verdict, stream);
   else
-    (fast ? launch_store<IndexFp4, true> : launch_store<IndexFp4, false>)(
-        g, rows, slots, n, cache, profile, claims, verdict, stream);
+    (fast ? launch_store<IndexFp4, true> : launch_store<IndexFp4, false>)(g, rows, slots, n, cache,
+                                                                          profile, claims, verdict,
+                                                                          stream);
   const cudaError_t launched = cudaGetLastError();
   if (int e = release_scratch(stream); launched == cudaSuccess && e != 0) return cudaError_t(e);
   if (launched != cudaSuccess) return launched;
@@ -93,13 +93,12 @@ void launch_gather(const CacheGeometry& g, const std::byte* cache, const std::in
                    std::size_t m, double* out, DeviceVerdict* verdict, Stream stream) {
   const auto kernel = fr::gather_rows<F>;
   const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), m);
-  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(cache, slots, m, grid.per_batch,
-                                                   layout_of<F>(g), &verdict->refusal, out);
+  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(cache, slots, m, grid.per_batch, layout_of<F>(g),
+                                                   &verdict->refusal, out);
 }
 
-cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache,
-                         const std::int32_t* slots, std::size_t m, double* out,
-                         DeviceVerdict* verdict, Stream stream) {
+cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache, const std::int32_t* slots,
+                         std::size_t m, double* out, DeviceVerdict* verdict, Stream stream) {
   using enum CacheFormat;
   if (g.format == MainFp8)
     launch_gather<MainFp8>(g, cache, slots, m, out, verdict, stream);
@@ -168,8 +167,8 @@ Status<FormatsError> store_rows(const CacheGeometry& cache, device_span<const fl
     return st;
   if (slots.empty()) return Ok{};
   return wait_for(stream, [&](DeviceVerdict* v) {
-    return queue_store(cache, rows.data(), slots.data(), slots.size(), cache_bytes.data(),
-                       profile, v, stream);
+    return queue_store(cache, rows.data(), slots.data(), slots.size(), cache_bytes.data(), profile,
+                       v, stream);
   });
 }
 

@@ -9,8 +9,8 @@ namespace aether::cuda::formats_rows {
 
 // Item t's bytes into `image`, the stored rows' parts where the item places them.
 template <CacheFormat F>
-__device__ void fetch_item(const std::byte* cache, const Layout<F>& lay, const Batch& b,
-                           unsigned t, std::byte* image) {
+__device__ void fetch_item(const std::byte* cache, const Layout<F>& lay, const Batch& b, unsigned t,
+                           std::byte* image) {
   using L = Layout<F>;
   const unsigned size = b.size(t), lane = threadIdx.x % 32;
   auto* bytes = const_cast<std::byte*>(cache);
@@ -44,13 +44,11 @@ __device__ void decode_item(const std::byte* image, const Batch& b, unsigned t,
     double a = 0, c = 0;
     if (slot[k] != -1) {
       const unsigned at = L::image_data(i) + i % L::group / (L::e4m3 ? 1 : 2);
-      const double scale =
-          scale_of(L::format.scale, std::uint8_t(image[L::image_scale(i, size)]));
+      const double scale = scale_of(L::format.scale, std::uint8_t(image[L::image_scale(i, size)]));
       float2 x;
       if constexpr (L::e4m3)
         x = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(
-            __nv_fp8x2_storage_t(unsigned(image[at]) | unsigned(image[at + 1]) << 8),
-            __NV_E4M3)));
+            __nv_fp8x2_storage_t(unsigned(image[at]) | unsigned(image[at + 1]) << 8), __NV_E4M3)));
       else
         x = e2m1.pair[unsigned(image[at])];
       a = double(x.x) * scale, c = double(x.y) * scale;

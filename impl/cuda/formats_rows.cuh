@@ -67,7 +67,9 @@ struct Layout {
            (s - block * rows_per_block) * (dim / 32) + e0 / 32;
   }
   // Bytes of n elements (whole groups): their data range (everything, main formats).
-  static __device__ unsigned data_length(unsigned n) { return n / group * (index ? 16 : group_bytes); }
+  static __device__ unsigned data_length(unsigned n) {
+    return n / group * (index ? 16 : group_bytes);
+  }
   // Within an item's image of n elements: element e's group's data, and its scale.
   static __device__ unsigned image_data(unsigned e) { return e / group * group_bytes; }
   static __device__ unsigned image_scale(unsigned e, unsigned n) {
@@ -85,15 +87,14 @@ __device__ void copy_words(std::byte* to, const std::byte* from, unsigned length
 }
 __device__ inline void copy_bytes(std::byte* to, const std::byte* from, unsigned length,
                                   unsigned lane) {
-  const auto a = reinterpret_cast<std::uintptr_t>(to) | reinterpret_cast<std::uintptr_t>(from) |
-                 length;
+  const auto a =
+      reinterpret_cast<std::uintptr_t>(to) | reinterpret_cast<std::uintptr_t>(from) | length;
   if (a % 16 == 0) return copy_words<uint4>(to, from, length, lane);
   if (a % 8 == 0) return copy_words<uint2>(to, from, length, lane);
   if (a % 4 == 0) return copy_words<unsigned>(to, from, length, lane);
   if (a % 2 == 0) return copy_words<unsigned short>(to, from, length, lane);
   copy_words<unsigned char>(to, from, length, lane);
 }
-
 
 // The same, asynchronous where the words allow (cp.async: 4, 8 or 16 bytes), for
 // a fetch into shared memory that overlaps the work on the chunk before; the
@@ -105,8 +106,8 @@ __device__ void fetch_words(std::byte* to, const std::byte* from, unsigned lengt
 }
 __device__ inline void fetch_bytes(std::byte* to, const std::byte* from, unsigned length,
                                    unsigned lane) {
-  const auto a = reinterpret_cast<std::uintptr_t>(to) | reinterpret_cast<std::uintptr_t>(from) |
-                 length;
+  const auto a =
+      reinterpret_cast<std::uintptr_t>(to) | reinterpret_cast<std::uintptr_t>(from) | length;
   if (a % 16 == 0) return fetch_words<16>(to, from, length, lane);
   if (a % 8 == 0) return fetch_words<8>(to, from, length, lane);
   if (a % 4 == 0) return fetch_words<4>(to, from, length, lane);
@@ -193,7 +194,8 @@ __device__ inline void fill_e2m1_tables(E2m1Tables& t) {
     const double at[3] = {a, a + 0x1p-12, a - 0x1p-12};  // a itself: -0 + 0 would be +0
     for (int d = 0; d < 3; ++d)
       t.code[d][i] = __nv_cvt_double_to_fp4(at[d], __NV_E2M1, cudaRoundNearest);
-    t.pair[i] = __half22float2(__half2(__nv_cvt_fp4x2_to_halfraw2(__nv_fp4x2_storage_t(i), __NV_E2M1)));
+    t.pair[i] =
+        __half22float2(__half2(__nv_cvt_fp4x2_to_halfraw2(__nv_fp4x2_storage_t(i), __NV_E2M1)));
   }
 }
 // Two E2M1 codes in a byte (the first in the low nibble) for q.x, q.y.

@@ -59,8 +59,8 @@ __device__ void load_item(const float* rows, const Layout<F>& lay, const Batch& 
 // codes.
 template <CacheFormat F, bool Fast>
 __device__ void encode_quad(const float4& v, std::uint8_t scale, float inverse,
-                            RoundingProfile profile, const E2m1Tables& e2m1, unsigned i,
-                            unsigned n, std::byte* image) {
+                            RoundingProfile profile, const E2m1Tables& e2m1, unsigned i, unsigned n,
+                            std::byte* image) {
   using L = Layout<F>;
   std::uint8_t codes[4];
   if constexpr (Fast) {
@@ -91,9 +91,8 @@ __device__ void encode_quad(const float4& v, std::uint8_t scale, float inverse,
 // part of it into its slot.
 template <CacheFormat F, bool Fast>
 __device__ void store_item(const float4 (&v)[kQuads], const Batch& b, unsigned t,
-                           const Layout<F>& lay, RoundingProfile profile,
-                           const E2m1Tables& e2m1, std::byte* image, unsigned long long* verdict,
-                           std::byte* cache) {
+                           const Layout<F>& lay, RoundingProfile profile, const E2m1Tables& e2m1,
+                           std::byte* image, unsigned long long* verdict, std::byte* cache) {
   using L = Layout<F>;
   constexpr unsigned group_lanes = L::group / 4, groups_a_quad = 128 / L::group;
   const unsigned lane = threadIdx.x % 32, size = b.size(t);
@@ -148,8 +147,8 @@ __device__ void store_item(const float4 (&v)[kQuads], const Batch& b, unsigned t
 template <CacheFormat F, bool Fast>
 __global__ void __launch_bounds__(kThreads, kStoreBlocksPerSm)
     store_rows(const float* rows, const std::int32_t* slots, std::size_t n, unsigned per_batch,
-               Layout<F> lay, RoundingProfile profile, Claims claims,
-               unsigned long long* verdict, std::byte* cache) {
+               Layout<F> lay, RoundingProfile profile, Claims claims, unsigned long long* verdict,
+               std::byte* cache) {
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
   __shared__ E2m1Tables e2m1;
   if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_tables(e2m1);
@@ -158,7 +157,8 @@ __global__ void __launch_bounds__(kThreads, kStoreBlocksPerSm)
   std::byte* image = images[threadIdx.x / 32];
   for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
-    if (lay.inside(b.slot)) claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
+    if (lay.inside(b.slot))
+      claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
     float4 v[kQuads], next[kQuads];
     load_item(rows, lay, b, 0, v);
     for (unsigned t = 0; t < b.items(); ++t) {

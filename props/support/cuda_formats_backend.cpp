@@ -29,8 +29,7 @@ Status<FormatsError> in_mode(Mode mode, Wait wait, Queue queue) {
 }
 }  // namespace
 
-Status<FormatsError> cuda_store_rows(const StoreCase& c, std::vector<std::byte>& cache,
-                                     Mode mode) {
+Status<FormatsError> cuda_store_rows(const StoreCase& c, std::vector<std::byte>& cache, Mode mode) {
   DeviceBuffer<float> d_rows{std::span<const float>(c.rows)};
   DeviceBuffer<std::int32_t> d_slots{std::span<const std::int32_t>(c.slots)};
   DeviceBuffer<std::byte> d_cache{std::span<const std::byte>(cache)};

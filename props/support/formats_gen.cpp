@@ -39,7 +39,7 @@ std::vector<float> group_values(Element e, std::size_t n, float s) {
       case 1:
         x = sign * (values[i] + values[i + 1]) / 2 * s;
         break;  // a tie exactly
-      case 2:  // one float either side of a tie
+      case 2:   // one float either side of a tie
         x = sign * std::nextafter((values[i] + values[i + 1]) / 2 * s,
                                   *gen::arbitrary<bool>() ? 0.0f : 1e30f);
         break;
@@ -130,9 +130,8 @@ Gen<StoreCase> gen_store_case() {
     for (std::size_t j = 0; j < n; ++j) {
       auto row = row_values(group_format(format), c.cache.dim / group_format(format).group);
       if (*gen::inRange(0, 8) == 0)
-        row[*gen::inRange<std::size_t>(0, row.size())] =
-            *gen::element(std::numeric_limits<float>::quiet_NaN(),
-                          std::numeric_limits<float>::infinity());
+        row[*gen::inRange<std::size_t>(0, row.size())] = *gen::element(
+            std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity());
       c.rows.insert(c.rows.end(), row.begin(), row.end());
     }
     for (std::size_t j = 0; j < n; ++j)
