@@ -175,9 +175,9 @@ mutant formats cpu-index-scales-one-row-off impl/cpu/formats.cpp \
 
 # formats on CUDA (staged): the index block's scale section one row off, a slot
 # given twice not refused, or refused at the earlier row, the E2M1 table's sides
-# swapped, the scale's inverse one power off, a placeholder's row stored at slot 0
+# swapped, the scale's inverse one power off, a placeholder's row stored at byte 0
 cuda_mutant formats cuda-index-scales-one-row-off impl/cuda/formats_rows.cuh \
-  's|    return cache + block \* rows_per_block \* row_bytes + rows_per_block \* (dim / 2) +|    return cache + block * rows_per_block * row_bytes + (rows_per_block - 1) * (dim / 2) +|'
+  's|    return block \* rows_per_block \* row_bytes + rows_per_block \* (dim / 2) +|    return block * rows_per_block * row_bytes + (rows_per_block - 1) * (dim / 2) +|'
 cuda_mutant formats cuda-slot-twice-not-refused impl/cuda/formats_store.cuh \
   's|    if (before != ~0u) atomicMin|    if (false \&\& before != ~0u) atomicMin|'
 cuda_mutant formats cuda-slot-twice-refused-at-the-earlier-row impl/cuda/formats_store.cuh \
@@ -186,8 +186,8 @@ cuda_mutant formats cuda-e2m1-sides-swapped impl/cuda/formats_rows.cuh \
   's|return q == v ? 0 : q > v ? 1 : 2;|return q == v ? 0 : q > v ? 2 : 1;|'
 cuda_mutant formats cuda-inverse-scale-one-power-off impl/cuda/formats_store.cuh \
   's|std::uint8_t(254 - scale)|std::uint8_t(253 - scale)|'
-cuda_mutant formats cuda-placeholder-stored-at-slot-0 impl/cuda/formats_rows.cuh \
-  's|    if (lay.inside(s)) fn(std::size_t(s),|    if (s == -1 \|\| lay.inside(s)) fn(std::size_t(s == -1 ? 0 : s),|'
+cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh \
+  's|    if (lay.inside(s)) fn(data, scales,|    if (s == -1 \|\| lay.inside(s)) fn(data, scales,|'
 
 # sharing: refinement checked the wrong way round, a source's ownership not
 # required, the YOCO boundary ignored, a setting left out of the match, a shared

@@ -13,12 +13,13 @@ __device__ void fetch_item(const std::byte* cache, const Layout<F>& lay, const B
                            std::byte* image) {
   using L = Layout<F>;
   const unsigned size = b.size(t), lane = threadIdx.x % 32;
-  auto* bytes = const_cast<std::byte*>(cache);
-  for_each_row_part(b, t, lay, [&](std::size_t s, std::size_t e, unsigned i, unsigned n) {
-    fetch_bytes(image + L::image_data(i), lay.data_at(bytes, s, e), L::data_length(n), lane);
-    if constexpr (L::index)
-      fetch_bytes(image + L::image_scale(i, size), lay.scales_at(bytes, s, e), n / 32, lane);
-  });
+  for_each_row_part(
+      b, t, lay, [&](std::size_t data, std::size_t scales, std::size_t e, unsigned i, unsigned n) {
+        fetch_bytes(image + L::image_data(i), cache + data + L::data_within(e), L::data_length(n),
+                    lane);
+        if constexpr (L::index)
+          fetch_bytes(image + L::image_scale(i, size), cache + scales + e / 32, n / 32, lane);
+      });
 }
 
 // Item t's values, two a lane at a time: a row read at -1 gives zeros; a stored
@@ -35,7 +36,7 @@ __device__ void decode_item(const std::byte* image, const Batch& b, unsigned t,
   const unsigned size = b.size(t), lane = threadIdx.x % 32;
   const std::size_t f0 = b.first(t);
   double* values = out + b.base * lay.dim + f0;
-  std::int64_t slot[kPairs];
+  std::int32_t slot[kPairs];
   b.slots_from(f0 + 2 * lane, 64, slot);
 #pragma unroll
   for (unsigned k = 0; k < kPairs; ++k) {

@@ -53,19 +53,19 @@ struct Layout {
   static constexpr unsigned group_bytes = data_bytes + (index ? 0 : 1);
   std::size_t dim, rows_per_block, row_bytes;
   std::int64_t slots;
-  // Elements [e0, e0 + n) of slot s: one range (main formats), or the data range
-  // and the scale range (IndexFp4).
-  __device__ std::byte* data_at(std::byte* cache, std::size_t s, std::size_t e0) const {
-    if constexpr (!index) return cache + s * row_bytes + e0 / group * group_bytes;
+  // Slot s's bytes: its row (main formats), or its data and its scales (IndexFp4);
+  // elements from e0 on start data_within(e0) and e0 / 32 further.
+  __device__ std::size_t row_data(std::size_t s) const {
+    if constexpr (!index) return s * row_bytes;
     const std::size_t block = quotient(s, rows_per_block);
-    return cache + block * rows_per_block * row_bytes + (s - block * rows_per_block) * (dim / 2) +
-           e0 / 2;
+    return block * rows_per_block * row_bytes + (s - block * rows_per_block) * (dim / 2);
   }
-  __device__ std::byte* scales_at(std::byte* cache, std::size_t s, std::size_t e0) const {
+  __device__ std::size_t row_scales(std::size_t s) const {
     const std::size_t block = quotient(s, rows_per_block);
-    return cache + block * rows_per_block * row_bytes + rows_per_block * (dim / 2) +
-           (s - block * rows_per_block) * (dim / 32) + e0 / 32;
+    return block * rows_per_block * row_bytes + rows_per_block * (dim / 2) +
+           (s - block * rows_per_block) * (dim / 32);
   }
+  static __device__ std::size_t data_within(std::size_t e0) { return e0 / group * group_bytes; }
   // Bytes of n elements (whole groups): their data range (everything, main formats).
   static __device__ unsigned data_length(unsigned n) {
     return n / group * (index ? 16 : group_bytes);
@@ -123,7 +123,8 @@ __device__ inline void fetch_bytes(std::byte* to, const std::byte* from, unsigne
 struct Batch {
   std::size_t base, dim;
   unsigned count;
-  std::int64_t slot;  // this lane's row's
+  std::int32_t slot;         // this lane's row's
+  std::size_t data, scales;  // where that slot's bytes start (Layout::row_data, row_scales)
   __device__ unsigned items() const { return unsigned((count * dim + kChunk - 1) / kChunk); }
   __device__ std::size_t first(unsigned t) const { return std::size_t(t) * kChunk; }
   __device__ unsigned size(unsigned t) const {
@@ -133,7 +134,7 @@ struct Batch {
   // The slots of this lane's flat elements f, f + step, ...: one division, then
   // the row followed by adding the step.
   template <unsigned K>
-  __device__ void slots_from(std::size_t f, unsigned step, std::int64_t (&s)[K]) const {
+  __device__ void slots_from(std::size_t f, unsigned step, std::int32_t (&s)[K]) const {
     std::size_t row = quotient(f, dim), at = f - row * dim;
 #pragma unroll
     for (unsigned k = 0; k < K; ++k) {
@@ -148,9 +149,15 @@ __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
                           unsigned long long* verdict) {
   const unsigned lane = threadIdx.x % 32;
   const unsigned count = unsigned(n - base < per_batch ? n - base : per_batch);
-  const std::int64_t s = lane < count ? slots[base + lane] : -1;
+  const std::int32_t s = lane < count ? slots[base + lane] : -1;
   if (s != -1 && !lay.inside(s)) atomicMin(verdict, refusal(0, base + lane));
-  return {base, lay.dim, count, s};
+  const bool stored = lay.inside(s);
+  return {base,
+          lay.dim,
+          count,
+          s,
+          stored ? lay.row_data(std::size_t(s)) : 0,
+          stored && Layout<F>::index ? lay.row_scales(std::size_t(s)) : 0};
 }
 // A warp's first batch, and the grid's stride between batches.
 __device__ inline std::size_t first_batch(unsigned per_batch) {
@@ -160,16 +167,19 @@ __device__ inline std::size_t batch_stride(unsigned per_batch) {
   return std::size_t(gridDim.x) * kWarps * per_batch;
 }
 
-// fn(slot, e, i, n) for each row item t touches whose slot is inside the cache:
-// its elements [e, e + n) are the item's [i, i + n).
+// fn(data, scales, e, i, n) for each row item t touches whose slot is inside the
+// cache: its elements [e, e + n) are the item's [i, i + n); its slot's bytes start
+// at data and scales (Batch).
 template <CacheFormat F, class Fn>
 __device__ void for_each_row_part(const Batch& b, unsigned t, const Layout<F>& lay, Fn fn) {
   const std::size_t f0 = b.first(t), end = f0 + b.size(t);
   for (std::size_t r = quotient(f0, b.dim); r * b.dim < end; ++r) {
-    const std::int64_t s = __shfl_sync(kAll, b.slot, int(r));
+    const std::int32_t s = __shfl_sync(kAll, b.slot, int(r));
+    const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(r));
+    const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(r));
     const std::size_t lo = r * b.dim > f0 ? r * b.dim : f0;
     const std::size_t hi = (r + 1) * b.dim < end ? (r + 1) * b.dim : end;
-    if (lay.inside(s)) fn(std::size_t(s), lo - r * b.dim, unsigned(lo - f0), unsigned(hi - lo));
+    if (lay.inside(s)) fn(data, scales, lo - r * b.dim, unsigned(lo - f0), unsigned(hi - lo));
   }
 }
 

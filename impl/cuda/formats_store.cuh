@@ -40,7 +40,7 @@ __device__ void load_item(const float* rows, const Layout<F>& lay, const Batch& 
                           float4 (&v)[kQuads]) {
   const std::size_t f0 = b.first(t);
   const unsigned size = b.size(t), lane = threadIdx.x % 32;
-  std::int64_t s[kQuads];
+  std::int32_t s[kQuads];
   b.slots_from(f0 + 4 * lane, 128, s);
 #pragma unroll
   for (unsigned u = 0; u < kQuads; ++u) {
@@ -133,11 +133,13 @@ __device__ void store_item(const float4 (&v)[kQuads], const Batch& b, unsigned t
     if (i < size) encode_quad<F, Fast>(v[u], sb, inv, profile, e2m1, i, size, image);
   }
   __syncwarp();
-  for_each_row_part(b, t, lay, [&](std::size_t s, std::size_t e, unsigned i, unsigned n) {
-    copy_bytes(lay.data_at(cache, s, e), image + L::image_data(i), L::data_length(n), lane);
-    if constexpr (L::index)
-      copy_bytes(lay.scales_at(cache, s, e), image + L::image_scale(i, size), n / 32, lane);
-  });
+  for_each_row_part(
+      b, t, lay, [&](std::size_t data, std::size_t scales, std::size_t e, unsigned i, unsigned n) {
+        copy_bytes(cache + data + L::data_within(e), image + L::image_data(i), L::data_length(n),
+                   lane);
+        if constexpr (L::index)
+          copy_bytes(cache + scales + e / 32, image + L::image_scale(i, size), n / 32, lane);
+      });
   __syncwarp();
 }
 
