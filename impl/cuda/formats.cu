@@ -18,6 +18,7 @@ namespace {
 namespace fe = formats_error;
 namespace fr = formats_rows;
 
+// (a slot is an int32, so any count past 2^31 is as good as the true one)
 template <CacheFormat F>
 fr::Layout<F> layout_of(const CacheGeometry& g) {
   return {g.dim, g.rows_per_block, cache_row_bytes(g.format, g.dim),
