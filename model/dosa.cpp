@@ -239,6 +239,7 @@ Result<std::vector<std::int32_t>, DosaError> dosa_topk(
   const std::size_t count = dim ? keys.size() / dim : 0;
   if (auto st = check_seeds(seeds, count); !st.ok()) return st.error();
   if (auto st = check_plan(weights, plan); !st.ok()) return st.error();
+  if (k == 0) return std::vector<std::int32_t>{};  // no lane, and no K-th seed for tau
   const auto key = [&](std::size_t j) { return keys.subspan(j * dim, dim); };
   std::vector<Rational> score(count);  // filled for seeds and survivors only
   const auto full_score = [&](std::size_t j) {

@@ -132,6 +132,8 @@ mutant dosa model-further-anchors-unbounded model/dosa.cpp \
   's|      p += exact(weights\[a.head\]) \* exact(m.beta) \* relu(dot(q(m.anchor), key));|      (void)m;|'
 mutant dosa cpu-further-anchors-not-folded impl/dosa_screen.hpp \
   's|    for (const DosaTerm\& m : a.more) folded\[m.anchor\] += double(w\[a.head\]) \* double(m.beta);||'
+mutant dosa cpu-merge-ties-to-the-higher-id impl/cpu/dosa.cpp \
+  's|(a.first == b.first \&\& a.second < b.second)|(a.first == b.first \&\& a.second > b.second)|'
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa_plan.cpp \
   's|    if (t == last) continue;||'
 mutant dosa cpu-group-member-bounded-against-the-first-tau impl/cpu/dosa.cpp \

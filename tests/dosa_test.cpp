@@ -191,6 +191,20 @@ TEST(DosaCpu, the_threshold_excludes_below_tau_and_keeps_equality) {
   EXPECT_EQ(stats.survivors, 1u);  // the key scoring 6
 }
 
+// K = 0 selects nothing, screened or not, on the model and the CPU.
+TEST(DosaCpu, k_zero_selects_nothing) {
+  const F queries{1}, weights{1}, keys{9, 6, 2};
+  EXPECT_TRUE(model::dosa_topk(queries, weights, exact_row(keys), 1, 0, {}, DosaPlan{{0}, {}, {}})
+                  .value()
+                  .empty());
+  const std::vector<DosaPlan> plans{DosaPlan{{0}, {}, {}}};
+  std::vector<std::int32_t> out;
+  for (const bool fall_back : {false, true})
+    EXPECT_TRUE(cpu::dosa_topk(queries, weights, 1, f32_keys(keys, 1), 0, {}, plans, out,
+                               cpu::DosaOptions{fall_back})
+                    .ok());
+}
+
 // §3.1 on the CPU: the anchored bound 11 (22 with weight 2) against a true 10 (20),
 // raised only by the rounding margin.
 TEST(DosaCpu, an_anchor_bounds_an_omitted_positive_head) {

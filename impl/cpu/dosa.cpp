@@ -88,8 +88,16 @@ IndexKeys rows_of(const IndexKeys& keys, std::size_t first, std::size_t n) {
 }
 
 // (score, id) in the total order: higher score first, then lower id
-bool before(const std::pair<float, std::int32_t>& a, const std::pair<float, std::int32_t>& b) {
+constexpr auto before = [](const std::pair<float, std::int32_t>& a,
+                           const std::pair<float, std::int32_t>& b) {
   return a.first > b.first || (a.first == b.first && a.second < b.second);
+};
+
+// The k best of `chosen` in the total order, in any order, the k-th best last (the
+// order is total, so the set is the one a sort would keep; linear, not k log k).
+void keep_best(std::vector<std::pair<float, std::int32_t>>& chosen, std::size_t k) {
+  std::nth_element(chosen.begin(), chosen.begin() + std::ptrdiff_t(k - 1), chosen.end(), before);
+  chosen.resize(k);
 }
 
 }  // namespace
@@ -122,6 +130,10 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       return st;
   if (count > k && seeds.size() < k) return de::TooFewSeeds{seeds.size(), k};
   if (out.size() != query_count * k) return de::ShapeMismatch{query_count * k, out.size()};
+  if (k == 0) {  // nothing to select (and no K-th seed to take tau from)
+    if (stats != nullptr) *stats = {};
+    return Ok{};
+  }
 
   DosaStats local;
   const std::size_t others = count - seeds.size();
@@ -177,9 +189,7 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       Member& q = members[m];
       for (std::size_t i = 0; i < seeds.size(); ++i)
         q.chosen.emplace_back(seed_scores[m * seeds.size() + i], seeds[i]);
-      std::partial_sort(q.chosen.begin(), q.chosen.begin() + std::ptrdiff_t(k), q.chosen.end(),
-                        before);
-      q.chosen.resize(k);
+      keep_best(q.chosen, k);
       q.tau = q.chosen.back().first;  // the K-th best seed score
       q.screen = prepare(query(q.t), weight(q.t), dim, plans[q.t]);
       widest = std::max(widest, q.screen.weights.size());
@@ -230,8 +240,7 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       (void)index_scores(query(q.t), weight(q.t), survivor_rows.view, scores);
       for (std::size_t i = 0; i < q.survivors.size(); ++i)
         if (scores[i] >= q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);
-      std::partial_sort(q.chosen.begin(), q.chosen.begin() + std::ptrdiff_t(k), q.chosen.end(),
-                        before);
+      keep_best(q.chosen, k);
       const auto lanes = out.subspan(q.t * k, k);
       for (std::size_t i = 0; i < k; ++i) lanes[i] = q.chosen[i].second;
       std::sort(lanes.begin(), lanes.end());
