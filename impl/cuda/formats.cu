@@ -18,7 +18,8 @@ namespace {
 namespace fe = formats_error;
 namespace fr = formats_rows;
 
-// (a slot is an int32, so any count past 2^31 is as good as the true one)
+// The slot count clamped into an int64: a slot is an int32, so every count past
+// 2^31 admits the same slots.
 template <CacheFormat F>
 fr::Layout<F> layout_of(const CacheGeometry& g) {
   return {g.dim, g.rows_per_block, cache_row_bytes(g.format, g.dim),
@@ -67,25 +68,27 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
   const std::size_t entries = std::size_t(1) << bits;
   void* table = nullptr;
   if (int e = upload_scratch(nullptr, 8 * entries, stream, &table)) return cudaError_t(e);
-  cudaMemsetAsync(table, 0xff, 8 * entries, stream);
-  const fr::Claims claims{static_cast<std::int32_t*>(table),
-                          static_cast<unsigned*>(table) + entries, bits};
-  // UE8M0 scales under the Cuda profile take the float path (formats_store.cuh)
-  const bool fast = profile == RoundingProfile::Cuda;
-  using enum CacheFormat;
-  if (g.format == MainFp8)
-    (fast ? launch_store<MainFp8, true> : launch_store<MainFp8, false>)(g, rows, slots, n, cache,
-                                                                        profile, claims, verdict,
-                                                                        stream);
-  else if (g.format == MainFp4)
-    launch_store<MainFp4, false>(g, rows, slots, n, cache, profile, claims, verdict, stream);
-  else
-    (fast ? launch_store<IndexFp4, true> : launch_store<IndexFp4, false>)(g, rows, slots, n, cache,
+  cudaError_t failure = cudaMemsetAsync(table, 0xff, 8 * entries, stream);
+  if (failure == cudaSuccess) {
+    const fr::Claims claims{static_cast<std::int32_t*>(table),
+                            static_cast<unsigned*>(table) + entries, bits};
+    // UE8M0 scales under the Cuda profile take the float path (formats_store.cuh)
+    const bool fast = profile == RoundingProfile::Cuda;
+    using enum CacheFormat;
+    if (g.format == MainFp8)
+      (fast ? launch_store<MainFp8, true> : launch_store<MainFp8, false>)(g, rows, slots, n, cache,
                                                                           profile, claims, verdict,
                                                                           stream);
-  const cudaError_t launched = cudaGetLastError();
-  if (int e = release_scratch(stream); launched == cudaSuccess && e != 0) return cudaError_t(e);
-  if (launched != cudaSuccess) return launched;
+    else if (g.format == MainFp4)
+      launch_store<MainFp4, false>(g, rows, slots, n, cache, profile, claims, verdict, stream);
+    else
+      (fast ? launch_store<IndexFp4, true> : launch_store<IndexFp4, false>)(g, rows, slots, n,
+                                                                            cache, profile, claims,
+                                                                            verdict, stream);
+    failure = cudaGetLastError();
+  }
+  if (int e = release_scratch(stream); failure == cudaSuccess && e != 0) return cudaError_t(e);
+  if (failure != cudaSuccess) return failure;
   return overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
 }
 
