@@ -35,11 +35,13 @@ void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {
     for (std::size_t r = 0; r < rows; ++r) fn(r);
     return;
   }
+  const auto part = [&](std::size_t t) {
+    for (std::size_t r = rows * t / threads; r < rows * (t + 1) / threads; ++r) fn(r);
+  };
+  // the calling thread takes the first part: one thread start fewer a call
   std::vector<std::jthread> pool;
-  for (std::size_t t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (std::size_t r = rows * t / threads; r < rows * (t + 1) / threads; ++r) fn(r);
-    });
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(part, t);
+  part(0);
 }
 
 }  // namespace aether::cpu
