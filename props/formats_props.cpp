@@ -4,8 +4,6 @@
 // round-trip through their layout; the index block's sections place each row.
 #include <cmath>
 #include <limits>
-#include <sstream>
-#include <string>
 
 #include "model/formats.hpp"
 #include "props/support/formats_backends.hpp"
@@ -58,25 +56,6 @@ AETHER_PROP(Formats, index_sections_place_every_row_once, "model", ()) {
   for (int u : used) RC_ASSERT(u == 1);
 }
 
-// "" when the caches are equal (or differ only at bytes `ignored` marks); otherwise
-// the first few differing bytes, each with its slot and both values.
-std::string cache_report(const CacheGeometry& g, const std::vector<std::byte>& want,
-                         const std::vector<std::byte>& got, const std::vector<bool>& ignored = {}) {
-  if (got.size() != want.size()) return "cache of " + std::to_string(got.size()) + " bytes";
-  std::vector<std::int64_t> slot_of(want.size(), -1);
-  for (std::size_t s = 0; s < g.slots(); ++s)
-    for (const std::size_t b : model::bytes_of_slot(g, s)) slot_of[b] = std::int64_t(s);
-  std::ostringstream os;
-  int shown = 0;
-  for (std::size_t b = 0; b < want.size() && shown < 8; ++b) {
-    if (want[b] == got[b] || (!ignored.empty() && ignored[b])) continue;
-    os << "byte " << b << " (slot " << slot_of[b] << "): want 0x" << std::hex << int(want[b])
-       << ", got 0x" << int(got[b]) << std::dec << "\n";
-    ++shown;
-  }
-  return os.str();
-}
-
 // The store given again with what a caller fixes after a refusal: NaN/inf stored
 // as 0, a slot outside the cache and every later row on a slot made placeholders.
 props::StoreCase repaired(props::StoreCase c) {
@@ -106,19 +85,17 @@ void check_store(const props::StoreCase& c, Store store, Gather gather, bool tra
   RC_ASSERT(want.ok() == got.ok());
   if (!want.ok()) {
     RC_ASSERT(got.error() == want.error());
-    if (transactional) RC_ASSERT(cache_report(c.cache, c.before, cache) == "");
-    auto may_change = std::vector<bool>(cache.size(), false);
-    for (const std::size_t s : model::slots_a_refused_store_may_change(c.cache, c.slots))
-      for (const std::size_t b : model::bytes_of_slot(c.cache, s)) may_change[b] = true;
-    RC_ASSERT(cache_report(c.cache, c.before, cache, may_change) == "");
+    if (transactional) RC_ASSERT(props::cache_report(c.cache, c.before, cache) == "");
+    RC_ASSERT(props::cache_report(c.cache, c.before, cache,
+                                  props::bytes_a_refused_store_may_change(c.cache, c.slots)) == "");
     auto fixed = repaired(c);
     auto without = c.before;
     RC_ASSERT(store(fixed, cache).ok());
     RC_ASSERT(store(fixed, without).ok());
-    RC_ASSERT(cache_report(c.cache, without, cache) == "");
+    RC_ASSERT(props::cache_report(c.cache, without, cache) == "");
     return;
   }
-  RC_ASSERT(cache_report(c.cache, model_cache, cache) == "");
+  RC_ASSERT(props::cache_report(c.cache, model_cache, cache) == "");
   const auto values = model::gather_rows(c.cache, model_cache, c.reads);
   const auto doubles = gather(c, model_cache);
   if (!values.ok()) RC_LOG() << "model: " << values.error() << "\n";

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
+
+#include "model/formats.hpp"
 
 namespace aether::props {
 
@@ -142,6 +145,33 @@ Gen<StoreCase> gen_store_case() {
       c.reads.push_back(*gen::inRange<std::int32_t>(-1, std::int32_t(c.cache.slots())));
     return c;
   });
+}
+
+std::string cache_report(const CacheGeometry& g, const std::vector<std::byte>& want,
+                         const std::vector<std::byte>& got, const std::vector<bool>& ignored) {
+  if (got.size() != want.size())
+    return "cache of " + std::to_string(got.size()) + " bytes, expected " +
+           std::to_string(want.size());
+  std::vector<std::int64_t> slot_of(want.size(), -1);
+  for (std::size_t s = 0; s < g.slots(); ++s)
+    for (const std::size_t b : model::bytes_of_slot(g, s)) slot_of[b] = std::int64_t(s);
+  std::ostringstream os;
+  int shown = 0;
+  for (std::size_t b = 0; b < want.size() && shown < 8; ++b) {
+    if (want[b] == got[b] || (!ignored.empty() && ignored[b])) continue;
+    os << "byte " << b << " (slot " << slot_of[b] << "): want 0x" << std::hex << int(want[b])
+       << ", got 0x" << int(got[b]) << std::dec << "\n";
+    ++shown;
+  }
+  return os.str();
+}
+
+std::vector<bool> bytes_a_refused_store_may_change(const CacheGeometry& g,
+                                                   const std::vector<std::int32_t>& slots) {
+  std::vector<bool> marked(g.bytes(), false);
+  for (const std::size_t s : model::slots_a_refused_store_may_change(g, slots))
+    for (const std::size_t b : model::bytes_of_slot(g, s)) marked[b] = true;
+  return marked;
 }
 
 }  // namespace aether::props

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "api/formats.hpp"
@@ -43,5 +44,15 @@ struct StoreCase {
 };
 void showValue(const StoreCase& c, std::ostream& os);
 rc::Gen<StoreCase> gen_store_case();
+
+// "" when two caches agree (bytes `ignored` marks aside); otherwise the first few
+// differing bytes, each with its slot and both values: the comparison of every
+// formats check.
+std::string cache_report(const CacheGeometry& g, const std::vector<std::byte>& want,
+                         const std::vector<std::byte>& got, const std::vector<bool>& ignored = {});
+// The bytes a store refused for its data may change (the rows at its slots,
+// model::slots_a_refused_store_may_change), marked.
+std::vector<bool> bytes_a_refused_store_may_change(const CacheGeometry& g,
+                                                   const std::vector<std::int32_t>& slots);
 
 }  // namespace aether::props
