@@ -67,8 +67,9 @@ struct VerdictSlots {
     }
   }
 };
-}  // namespace
 
+// The calling thread's verdict on the current device, as the last call left it
+// (begin_verdict resets it); 0 or the cudaError_t.
 int verdict_slot(Verdict& verdict) {
   thread_local VerdictSlots slots;
   int device = 0;
@@ -90,6 +91,7 @@ int verdict_slot(Verdict& verdict) {
   verdict = it->second;
   return 0;
 }
+}  // namespace
 
 int reset_verdict(DeviceVerdict* verdict, Stream stream) {
   return cudaMemsetAsync(verdict, 0xff, sizeof *verdict, stream);

@@ -100,9 +100,6 @@ struct Verdict {
   unsigned long long refusal() const { return host->refusal; }
 };
 inline constexpr unsigned long long kNoRefusal = ~0ull;
-// The calling thread's verdict on the current device, as the last call left it
-// (for calls whose first kernel writes all of it); 0 or the cudaError_t.
-int verdict_slot(Verdict& verdict);
 // Every byte of *verdict set on `stream`: refusal kNoRefusal, detail all ones.
 int reset_verdict(DeviceVerdict* verdict, Stream stream);
 // The calling thread's verdict, reset on `stream`; 0 or the cudaError_t.
