@@ -7,6 +7,7 @@
 #include <cuda_fp4.h>
 #include <cuda_fp8.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -63,6 +64,24 @@ AETHER_CODES_HD inline std::uint8_t scale_byte(GroupFormat f, double amax,
                                    cudaRoundPosInf);
   const double floor = 6 * 0x1p-9;
   return encode(Element::E4M3, (amax > floor ? amax : floor) / max_element, profile);
+}
+
+// scale_byte's UE8M0 rule from the bits of a finite amax, in integers. With
+// amax = m 2^E (1 <= m < 2): amax / 448 = (m / 7) 2^(E-6), m / 7 in [1/7, 2/7), whose
+// least power of two at or above is 2^(E-8), or 2^(E-7) when m > 7/4 (at m = 7/4 the
+// quotient is 2^(E-8) itself); amax / 6 = (m / 3) 2^(E-1): 2^(E-2), or 2^(E-1) when
+// m > 3/2. The rule is monotone in amax, so the floor max(amax, 10^-4) is the larger
+// of the two bytes, and 10^-4 gives the byte 1e-4f does (no power of two lies
+// between 10^-4 / max and 1e-4f / max). Zero and subnormal amax fall below the floor.
+AETHER_CODES_HD constexpr int ue8m0_rule(std::uint32_t bits, Element e) {
+  const bool e4m3 = e == Element::E4M3;
+  const bool above = (bits & 0x7fffffu) > (e4m3 ? 0x600000u : 0x400000u);
+  return int(bits >> 23) - (e4m3 ? 8 : 2) + int(above);
+}
+inline constexpr std::uint32_t kUe8m0FloorBits = std::bit_cast<std::uint32_t>(1e-4f);
+AETHER_CODES_HD constexpr std::uint8_t ue8m0_scale_of_bits(std::uint32_t amax_bits, Element e) {
+  const int byte = ue8m0_rule(amax_bits, e), floor = ue8m0_rule(kUe8m0FloorBits, e);
+  return std::uint8_t(byte > floor ? byte : floor);
 }
 
 // The refusals every call on a paged cache makes first, in the model's order: the

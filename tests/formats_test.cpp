@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
 #include "model/formats.hpp"
 #if defined(AETHER_HAVE_FP_CONVERSIONS)
 #include "impl/cpu/formats.hpp"
+#include "impl/formats_codes.hpp"
 #endif
 
 namespace aether {
@@ -122,6 +124,27 @@ TEST(Formats, ue8m0_scale_boundaries) {
   EXPECT_EQ(scale(0), -22);  // the floor 10^-4: 10^-4 / 448 is in (2^-23, 2^-22]
   EXPECT_EQ(scale(std::numeric_limits<float>::max()), 120);
 }
+
+#if defined(AETHER_HAVE_FP_CONVERSIONS)
+// The integer UE8M0 rule the CUDA store uses (formats_codes::ue8m0_scale_of_bits)
+// against the model's, at every binade: mantissas at and around the thresholds 7/4
+// (amax / 448) and 3/2 (amax / 6), the binade's ends, zero and the subnormals.
+TEST(Formats, ue8m0_scale_from_bits_is_the_models) {
+  for (const CacheFormat format : {CacheFormat::MainFp8, CacheFormat::IndexFp4}) {
+    const GroupFormat f = group_format(format);
+    const std::uint32_t threshold = f.element == Element::E4M3 ? 0x600000 : 0x400000;
+    for (std::uint32_t biased = 0; biased < 255; ++biased)
+      for (const std::uint32_t mantissa :
+           {0u, 1u, threshold - 1, threshold, threshold + 1, 0x7fffffu}) {
+        const std::uint32_t bits = biased << 23 | mantissa;
+        const float amax = std::bit_cast<float>(bits);
+        EXPECT_EQ(formats_codes::ue8m0_scale_of_bits(bits, f.element),
+                  model::group_scale(f, model::exact(amax), kCuda))
+            << "amax " << amax << " (bits 0x" << std::hex << bits << ")";
+      }
+  }
+}
+#endif
 
 // E4M3 scales (main FP4): amax / 6 to the nearest E4M3; at least 2^-9.
 TEST(Formats, e4m3_scale) {

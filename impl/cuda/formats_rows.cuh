@@ -159,6 +159,25 @@ __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
           stored ? lay.row_data(std::size_t(s)) : 0,
           stored && Layout<F>::index ? lay.row_scales(std::size_t(s)) : 0};
 }
+// A lane's share of an item, kLaneElems consecutive elements (whole groups or half
+// of one), all in one row: D and kChunk are multiples of 16. Past the item's end,
+// and for a row whose slot is -1 or outside the cache, nothing is stored.
+inline constexpr unsigned kLaneElems = kChunk / 32;
+struct LanePart {
+  unsigned row;       // in the batch
+  std::size_t at;     // the first element's place in its row
+  std::int32_t slot;  // the row's
+  bool stored;
+};
+template <CacheFormat F>
+__device__ LanePart lane_part(const Batch& b, unsigned t, const Layout<F>& lay) {
+  const std::size_t f = b.first(t) + kLaneElems * (threadIdx.x % 32);
+  const bool inside_item = f < b.first(t) + b.size(t);
+  const unsigned row = inside_item ? unsigned(quotient(f, b.dim)) : 0;
+  const std::int32_t s = __shfl_sync(kAll, b.slot, int(row));
+  return {row, f - row * b.dim, s, inside_item && lay.inside(s)};
+}
+
 // A warp's first batch, and the grid's stride between batches.
 __device__ inline std::size_t first_batch(unsigned per_batch) {
   return (blockIdx.x * std::size_t(kWarps) + threadIdx.x / 32) * per_batch;

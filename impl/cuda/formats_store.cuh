@@ -34,113 +34,123 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
   }
 }
 
-// Item t's values (zeros past the item and for rows not stored).
+// Item t's values for this lane (zeros where nothing is stored) and its part.
 template <CacheFormat F>
 __device__ void load_item(const float* rows, const Layout<F>& lay, const Batch& b, unsigned t,
-                          float4 (&v)[kQuads]) {
-  const std::size_t f0 = b.first(t);
-  const unsigned size = b.size(t), lane = threadIdx.x % 32;
-  std::int32_t s[kQuads];
-  b.slots_from(f0 + 4 * lane, 128, s);
+                          LanePart& p, float4 (&v)[kLaneElems / 4]) {
+  p = lane_part(b, t, lay);
+  const auto* from = reinterpret_cast<const float4*>(rows + b.base * lay.dim + b.first(t) +
+                                                     kLaneElems * (threadIdx.x % 32));
 #pragma unroll
-  for (unsigned u = 0; u < kQuads; ++u) {
-    const unsigned i = u * 128 + 4 * lane;
-    v[u] = lay.inside(s[u]) && i < size
-               ? *reinterpret_cast<const float4*>(rows + b.base * lay.dim + f0 + i)
-               : float4{0, 0, 0, 0};
-  }
+  for (unsigned k = 0; k < kLaneElems / 4; ++k) v[k] = p.stored ? from[k] : float4{0, 0, 0, 0};
 }
 
-// Four values' codes and their group's scale byte into the item's image, at
-// element i of the item (n elements). Exact (docs/formats.md): with a UE8M0 scale
-// and the Cuda profile, x times the scale's inverse (`inverse`, a power of two) is
-// exact in float (a product that underflows is under 2^-126, whose code is +-0
+// A NaN or infinity among a lane's values refused at the first one's flat index.
+__device__ inline void refuse_nonfinite(const float (&x)[kLaneElems], std::size_t first,
+                                        unsigned long long* verdict) {
+  for (unsigned k = 0; k < kLaneElems; ++k)
+    if (!isfinite(x[k])) return void(atomicMin(verdict, refusal(1, first + k)));
+}
+
+// A lane's codes: kLaneElems E4M3 bytes, or kLaneElems / 2 bytes of E2M1 pairs (the
+// first element in the low nibble), little-endian in words. Fast (UE8M0 scale, Cuda
+// profile; docs/formats.md): x times the scale's inverse (`inverse`, a power of two)
+// is exact in float (a product that underflows is under 2^-126, whose code is +-0
 // either way), so the paired E4M3 conversion and e2m1_pair give the double path's
-// codes.
+// codes. Otherwise each value is divided by the scale in double, as on the CPU.
 template <CacheFormat F, bool Fast>
-__device__ void encode_quad(const float4& v, std::uint8_t scale, float inverse,
-                            RoundingProfile profile, const E2m1Tables& e2m1, unsigned i, unsigned n,
-                            std::byte* image) {
+__device__ void encode_lane(const float (&x)[kLaneElems], std::uint8_t scale,
+                            RoundingProfile profile, const E2m1Tables& e2m1,
+                            unsigned (&codes)[kLaneElems / 4]) {
   using L = Layout<F>;
-  std::uint8_t codes[4];
+  std::uint8_t c[kLaneElems] = {};
   if constexpr (Fast) {
-    const float2 lo{v.x * inverse, v.y * inverse}, hi{v.z * inverse, v.w * inverse};
-    if constexpr (L::e4m3) {
-      const unsigned a = __nv_cvt_float2_to_fp8x2(lo, __NV_SATFINITE, __NV_E4M3);
-      const unsigned b = __nv_cvt_float2_to_fp8x2(hi, __NV_SATFINITE, __NV_E4M3);
-      codes[0] = a & 0xff, codes[1] = a >> 8, codes[2] = b & 0xff, codes[3] = b >> 8;
-    } else {
-      codes[0] = e2m1_pair(lo, e2m1), codes[1] = e2m1_pair(hi, e2m1);
+    // 2^(127 - b): the float whose biased exponent is 254 - b (b <= 247 here)
+    const float inverse = __uint_as_float(unsigned(254 - scale) << 23);
+#pragma unroll
+    for (unsigned k = 0; k < kLaneElems; k += 2) {
+      const float2 q{x[k] * inverse, x[k + 1] * inverse};
+      if constexpr (L::e4m3) {
+        const unsigned pair = __nv_cvt_float2_to_fp8x2(q, __NV_SATFINITE, __NV_E4M3);
+        c[k] = std::uint8_t(pair), c[k + 1] = std::uint8_t(pair >> 8);
+      } else {
+        c[k / 2] = e2m1_pair(q, e2m1);
+      }
     }
   } else {
     const double s = scale_of(L::format.scale, scale);
-    const float x[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int k = 0; k < 4; ++k) codes[k] = encode(L::format.element, double(x[k]) / s, profile);
-    if (!L::e4m3) codes[0] = codes[0] | codes[1] << 4, codes[1] = codes[2] | codes[3] << 4;
+    for (unsigned k = 0; k < kLaneElems; ++k) {
+      const std::uint8_t code = encode(L::format.element, double(x[k]) / s, profile);
+      if constexpr (L::e4m3)
+        c[k] = code;
+      else
+        c[k / 2] = k % 2 ? std::uint8_t(c[k / 2] | code << 4) : code;
+    }
   }
-  const unsigned at = L::image_data(i) + i % L::group / (L::e4m3 ? 1 : 2);
 #pragma unroll
-  for (int k = 0; k < (L::e4m3 ? 4 : 2); ++k) image[at + k] = std::byte(codes[k]);
-  if (i % L::group == 0) image[L::image_scale(i, n)] = std::byte(scale);
+  for (unsigned w = 0; w < kLaneElems / 4; ++w)
+    codes[w] = unsigned(c[4 * w]) | unsigned(c[4 * w + 1]) << 8 | unsigned(c[4 * w + 2]) << 16 |
+               unsigned(c[4 * w + 3]) << 24;
 }
 
-// Item t into the cache: NaN/inf in a stored row refused (written anyway), each
-// group's amax by a shuffle over its lanes, each group's scale computed once, by
-// lane g for group g, then the codes into the item's image and each stored row's
-// part of it into its slot.
+// Item t into the cache. Each lane: its values' largest magnitude and any NaN or
+// infinity by one integer maximum of their bits (for finite floats the order of
+// the bits is the order of the magnitudes; NaN and inf lie above every finite
+// float), shared with the other half of a 32-element group by one shuffle; its
+// group's scale byte; its codes. IndexFp4 writes them to the slot's data and scale
+// sections at once; the main formats, whose groups are 33 or 9 bytes, place them
+// in the item's image in shared memory, copied to each stored row's slot in whole
+// words.
 template <CacheFormat F, bool Fast>
-__device__ void store_item(const float4 (&v)[kQuads], const Batch& b, unsigned t,
-                           const Layout<F>& lay, RoundingProfile profile, const E2m1Tables& e2m1,
-                           std::byte* image, unsigned long long* verdict, std::byte* cache) {
+__device__ void store_item(const float4 (&v)[kLaneElems / 4], const LanePart& p, const Batch& b,
+                           unsigned t, const Layout<F>& lay, RoundingProfile profile,
+                           const E2m1Tables& e2m1, std::byte* image, unsigned long long* verdict,
+                           std::byte* cache) {
   using L = Layout<F>;
-  constexpr unsigned group_lanes = L::group / 4, groups_a_quad = 128 / L::group;
-  const unsigned lane = threadIdx.x % 32, size = b.size(t);
-  const std::size_t f0 = b.first(t);
-  float amax[kQuads];
+  static_assert(L::group == kLaneElems || L::group == 2 * kLaneElems);
+  const unsigned lane = threadIdx.x % 32, i = kLaneElems * lane;
+  float x[kLaneElems];
+  unsigned bits = 0;
 #pragma unroll
-  for (unsigned u = 0; u < kQuads; ++u) {
-    const unsigned i = u * 128 + 4 * lane;
-    const float x[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k)  // rows not stored load zeros
-      if (!isfinite(x[k])) atomicMin(verdict, refusal(1, b.base * lay.dim + f0 + i + k));
-    amax[u] = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
-#pragma unroll
-    for (unsigned m = 1; m < group_lanes; m *= 2)
-      amax[u] = fmaxf(amax[u], __shfl_xor_sync(kAll, amax[u], int(m)));
+  for (unsigned k = 0; k < kLaneElems; ++k) {
+    x[k] = (&v[k / 4].x)[k % 4];
+    bits = max(bits, __float_as_uint(x[k]) & 0x7fffffffu);
   }
-  // lane g: group g of the item (at most 32 groups: 512 / 16)
-  float mine = 0;
+  if (bits >= 0x7f800000u) refuse_nonfinite(x, (b.base + p.row) * lay.dim + p.at, verdict);
+  if constexpr (L::group == 2 * kLaneElems) bits = max(bits, __shfl_xor_sync(kAll, bits, 1));
+  const std::uint8_t scale = Fast ? ue8m0_scale_of_bits(bits, L::format.element)
+                                  : scale_byte(L::format, double(__uint_as_float(bits)), profile);
+  unsigned codes[kLaneElems / 4];
+  encode_lane<F, Fast>(x, scale, profile, e2m1, codes);
+  const bool scale_lane = i % L::group == 0;
+  if constexpr (L::index) {
+    const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(p.row));
+    const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(p.row));
+    if (!p.stored) return;
+    std::byte* to = cache + data + p.at / 2;
+    if (reinterpret_cast<std::uintptr_t>(to) % 8 == 0)
+      *reinterpret_cast<uint2*>(to) = uint2{codes[0], codes[1]};
+    else
+      for (unsigned k = 0; k < kLaneElems / 2; ++k) to[k] = std::byte(codes[k / 4] >> 8 * (k % 4));
+    if (scale_lane) cache[scales + p.at / 32] = std::byte(scale);
+  } else {
+    const unsigned size = b.size(t);
+    if (i < size) {
+      std::byte* to = image + L::image_data(i) + i % L::group / (L::e4m3 ? 1 : 2);
 #pragma unroll
-  for (unsigned u = 0; u < kQuads; ++u) {
-    const float a = __shfl_sync(kAll, amax[u], int(lane % groups_a_quad * group_lanes));
-    if (lane / groups_a_quad == u) mine = a;
+      for (unsigned k = 0; k < L::data_bytes / (L::group / kLaneElems); ++k)
+        to[k] = std::byte(codes[k / 4] >> 8 * (k % 4));
+      if (scale_lane) image[L::image_scale(i, size)] = std::byte(scale);
+    }
+    __syncwarp();
+    for_each_row_part(b, t, lay,
+                      [&](std::size_t data, std::size_t, std::size_t e, unsigned j, unsigned n) {
+                        copy_bytes(cache + data + L::data_within(e), image + L::image_data(j),
+                                   L::data_length(n), lane);
+                      });
+    __syncwarp();
   }
-  std::uint8_t scale = 0;
-  float inverse = 0;
-  if (lane < size / L::group) {
-    scale = scale_byte(L::format, double(mine), profile);
-    // 2^(127 - b) = the UE8M0 value of 254 - b (b <= 254: the scale is finite)
-    if constexpr (Fast) inverse = float(scale_of(ScaleKind::UE8M0, std::uint8_t(254 - scale)));
-  }
-#pragma unroll
-  for (unsigned u = 0; u < kQuads; ++u) {
-    const unsigned i = u * 128 + 4 * lane;
-    const int g = int(i / L::group % 32);
-    const std::uint8_t sb = std::uint8_t(__shfl_sync(kAll, unsigned(scale), g));
-    const float inv = Fast ? __shfl_sync(kAll, inverse, g) : 0.0f;
-    if (i < size) encode_quad<F, Fast>(v[u], sb, inv, profile, e2m1, i, size, image);
-  }
-  __syncwarp();
-  for_each_row_part(
-      b, t, lay, [&](std::size_t data, std::size_t scales, std::size_t e, unsigned i, unsigned n) {
-        copy_bytes(cache + data + L::data_within(e), image + L::image_data(i), L::data_length(n),
-                   lane);
-        if constexpr (L::index)
-          copy_bytes(cache + scales + e / 32, image + L::image_scale(i, size), n / 32, lane);
-      });
-  __syncwarp();
 }
 
 // The store: placeholders skipped (their values never read); a slot outside the
@@ -161,13 +171,15 @@ __global__ void __launch_bounds__(kThreads, kStoreBlocksPerSm)
     const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
     if (lay.inside(b.slot))
       claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
-    float4 v[kQuads], next[kQuads];
-    load_item(rows, lay, b, 0, v);
+    float4 v[kLaneElems / 4], next[kLaneElems / 4];
+    LanePart p, p_next;
+    load_item(rows, lay, b, 0, p, v);
     for (unsigned t = 0; t < b.items(); ++t) {
-      if (t + 1 < b.items()) load_item(rows, lay, b, t + 1, next);
-      store_item<F, Fast>(v, b, t, lay, profile, e2m1, image, verdict, cache);
+      if (t + 1 < b.items()) load_item(rows, lay, b, t + 1, p_next, next);
+      store_item<F, Fast>(v, p, b, t, lay, profile, e2m1, image, verdict, cache);
 #pragma unroll
-      for (unsigned u = 0; u < kQuads; ++u) v[u] = next[u];
+      for (unsigned k = 0; k < kLaneElems / 4; ++k) v[k] = next[k];
+      p = p_next;
     }
   }
 }
