@@ -7,25 +7,43 @@
 
 namespace aether::cuda::formats_rows {
 
-// Item t's bytes into `image`, the stored rows' parts where the item places them.
+// Item t's bytes into `image`, the stored rows' parts where the item places them;
+// the parts of rows read at -1 or refused zeros (which decode to zeros).
 template <CacheFormat F>
 __device__ void fetch_item(const std::byte* cache, const Layout<F>& lay, const Batch& b, unsigned t,
                            std::byte* image) {
   using L = Layout<F>;
   const unsigned size = b.size(t), lane = threadIdx.x % 32;
-  for_each_row_part(
-      b, t, lay, [&](std::size_t data, std::size_t scales, std::size_t e, unsigned i, unsigned n) {
-        fetch_bytes(image + L::image_data(i), cache + data + L::data_within(e), L::data_length(n),
-                    lane);
-        if constexpr (L::index)
-          fetch_bytes(image + L::image_scale(i, size), cache + scales + e / 32, n / 32, lane);
-      });
+  for_each_row_part(b, t, lay,
+                    [&](bool stored, std::size_t data, std::size_t scales, std::size_t e,
+                        unsigned i, unsigned n) {
+                      if (!stored) {
+                        for (unsigned k = lane; k < L::data_length(n); k += 32)
+                          image[L::image_data(i) + k] = std::byte{0};
+                        if constexpr (L::index)
+                          for (unsigned k = lane; k < n / 32; k += 32)
+                            image[L::image_scale(i, size) + k] = std::byte{0};
+                        return;
+                      }
+                      fetch_bytes(image + L::image_data(i), cache + data + L::data_within(e),
+                                  L::data_length(n), lane);
+                      if constexpr (L::index)
+                        fetch_bytes(image + L::image_scale(i, size), cache + scales + e / 32,
+                                    n / 32, lane);
+                    });
 }
 
-// Item t's values, two a lane at a time: a row read at -1 gives zeros; a stored
-// row a code pair's value times its group's scale, exact in double, a NaN element
-// or scale refused at its output index (the values written anyway); a row at a
-// refused slot is left as it was.
+// A UE8M0 byte's value 2^(b - 127), exact in double (biased exponent b + 896); 0xff
+// is NaN. The same values as scale_of, in three instructions.
+__device__ inline double ue8m0_value(std::uint8_t b) {
+  return b == 0xff ? __longlong_as_double(0x7ff8000000000000ll)
+                   : __longlong_as_double(static_cast<long long>(b + 896ull) << 52);
+}
+
+// Item t's values, two a lane at a time (output stores in whole 512-byte runs): a
+// code pair's values times its group's scale, exact in double; a NaN element or
+// scale refused at its output index (the values written anyway). Rows read at -1
+// decode to zeros from their zeroed image; a refused row's values are unspecified.
 template <CacheFormat F>
 __device__ void decode_item(const std::byte* image, const Batch& b, unsigned t,
                             const Layout<F>& lay, const E2m1Tables& e2m1,
@@ -34,28 +52,25 @@ __device__ void decode_item(const std::byte* image, const Batch& b, unsigned t,
   constexpr unsigned kPairs = kChunk / 64;  // a lane's pairs in an item
   const bool aligned = reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
   const unsigned size = b.size(t), lane = threadIdx.x % 32;
-  const std::size_t f0 = b.first(t);
-  double* values = out + b.base * lay.dim + f0;
-  std::int32_t slot[kPairs];
-  b.slots_from(f0 + 2 * lane, 64, slot);
+  const std::size_t first = b.base * lay.dim + b.first(t);
+  double* values = out + first;
 #pragma unroll
   for (unsigned k = 0; k < kPairs; ++k) {
     const unsigned i = 2 * lane + 64 * k;
-    if (i >= size || (slot[k] != -1 && !lay.inside(slot[k]))) continue;
-    double a = 0, c = 0;
-    if (slot[k] != -1) {
-      const unsigned at = L::image_data(i) + i % L::group / (L::e4m3 ? 1 : 2);
-      const double scale = scale_of(L::format.scale, std::uint8_t(image[L::image_scale(i, size)]));
-      float2 x;
-      if constexpr (L::e4m3)
-        x = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(
-            __nv_fp8x2_storage_t(unsigned(image[at]) | unsigned(image[at + 1]) << 8), __NV_E4M3)));
-      else
-        x = e2m1.pair[unsigned(image[at])];
-      a = double(x.x) * scale, c = double(x.y) * scale;
-      if (isnan(a) || isnan(c))
-        atomicMin(verdict, refusal(1, b.base * lay.dim + f0 + i + (isnan(a) ? 0 : 1)));
-    }
+    if (i >= size) break;
+    const unsigned at = L::image_data(i) + i % L::group / (L::e4m3 ? 1 : 2);
+    const auto scale_code = std::uint8_t(image[L::image_scale(i, size)]);
+    const double scale = L::format.scale == ScaleKind::UE8M0
+                             ? ue8m0_value(scale_code)
+                             : scale_of(L::format.scale, scale_code);
+    float2 x;
+    if constexpr (L::e4m3)
+      x = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(
+          __nv_fp8x2_storage_t(unsigned(image[at]) | unsigned(image[at + 1]) << 8), __NV_E4M3)));
+    else
+      x = e2m1.pair[unsigned(image[at])];
+    const double a = double(x.x) * scale, c = double(x.y) * scale;
+    if (isnan(a) || isnan(c)) atomicMin(verdict, refusal(1, first + i + (isnan(a) ? 0 : 1)));
     if (aligned)
       *reinterpret_cast<double2*>(values + i) = double2{a, c};
     else
@@ -64,7 +79,7 @@ __device__ void decode_item(const std::byte* image, const Batch& b, unsigned t,
 }
 
 // The read side: a -1 slot reads zeros; a slot outside the cache refused
-// (batch_at), its row unwritten; values as decode_item gives them.
+// (batch_at); values as decode_item gives them.
 template <CacheFormat F>
 __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
     gather_rows(const std::byte* cache, const std::int32_t* slots, std::size_t m,

@@ -21,12 +21,14 @@ namespace aether::cuda::formats_rows {
 using namespace formats_codes;
 
 inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
-// Blocks an SM holds: the store 3 (80 registers a thread), the read side 4 (64);
-// ptxas -v reports spills of at most 88 bytes a thread at these caps.
-inline constexpr int kStoreBlocksPerSm = 3, kGatherBlocksPerSm = 4;
-// Elements a warp converts between two copies: kQuads float4 a lane. A chunk's
-// bytes are at most 528 (MainFp8: 16 groups of 33).
-inline constexpr unsigned kQuads = 4, kChunk = 128 * kQuads, kChunkBytes = 544;
+// Blocks an SM holds: the read side 4 (64 registers a thread); the store 4 where
+// it fits 64 registers unspilled (IndexFp4 under the Cuda profile), else 3 (80; at
+// 64 ptxas -v reports up to 160 bytes of spill loads).
+inline constexpr int kGatherBlocksPerSm = 4;
+constexpr int store_blocks_per_sm(bool e4m3, bool fast) { return !e4m3 && fast ? 4 : 3; }
+// Elements a warp converts between two copies (an item). An item's bytes are at
+// most 528 (MainFp8: 16 groups of 33).
+inline constexpr unsigned kChunk = 512, kChunkBytes = 544;
 inline constexpr unsigned kAll = 0xffffffffu;
 
 // Refusal codes: a bad slot (by row) before a NaN/inf (by flat index), each the lowest.
@@ -131,17 +133,6 @@ struct Batch {
     const std::size_t left = count * dim - first(t);
     return unsigned(left < kChunk ? left : kChunk);
   }
-  // The slots of this lane's flat elements f, f + step, ...: one division, then
-  // the row followed by adding the step.
-  template <unsigned K>
-  __device__ void slots_from(std::size_t f, unsigned step, std::int32_t (&s)[K]) const {
-    std::size_t row = quotient(f, dim), at = f - row * dim;
-#pragma unroll
-    for (unsigned k = 0; k < K; ++k) {
-      s[k] = __shfl_sync(kAll, slot, int(row < 32 ? row : 31));
-      for (at += step; at >= dim; at -= dim) ++row;
-    }
-  }
 };
 template <CacheFormat F>
 __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
@@ -186,9 +177,9 @@ __device__ inline std::size_t batch_stride(unsigned per_batch) {
   return std::size_t(gridDim.x) * kWarps * per_batch;
 }
 
-// fn(data, scales, e, i, n) for each row item t touches whose slot is inside the
-// cache: its elements [e, e + n) are the item's [i, i + n); its slot's bytes start
-// at data and scales (Batch).
+// fn(stored, data, scales, e, i, n) for each row item t touches: its elements
+// [e, e + n) are the item's [i, i + n); stored says its slot is inside the cache,
+// whose bytes then start at data and scales (Batch).
 template <CacheFormat F, class Fn>
 __device__ void for_each_row_part(const Batch& b, unsigned t, const Layout<F>& lay, Fn fn) {
   const std::size_t f0 = b.first(t), end = f0 + b.size(t);
@@ -198,7 +189,7 @@ __device__ void for_each_row_part(const Batch& b, unsigned t, const Layout<F>& l
     const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(r));
     const std::size_t lo = r * b.dim > f0 ? r * b.dim : f0;
     const std::size_t hi = (r + 1) * b.dim < end ? (r + 1) * b.dim : end;
-    if (lay.inside(s)) fn(data, scales, lo - r * b.dim, unsigned(lo - f0), unsigned(hi - lo));
+    fn(lay.inside(s), data, scales, lo - r * b.dim, unsigned(lo - f0), unsigned(hi - lo));
   }
 }
 

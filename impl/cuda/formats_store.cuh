@@ -34,15 +34,22 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
   }
 }
 
-// Item t's values for this lane (zeros where nothing is stored) and its part.
-template <CacheFormat F>
-__device__ void load_item(const float* rows, const Layout<F>& lay, const Batch& b, unsigned t,
-                          LanePart& p, float4 (&v)[kLaneElems / 4]) {
-  p = lane_part(b, t, lay);
-  const auto* from = reinterpret_cast<const float4*>(rows + b.base * lay.dim + b.first(t) +
-                                                     kLaneElems * (threadIdx.x % 32));
+// Items in flight a warp (kStages - 1 fetched while one is converted), each staged
+// with a pad quad after every kLaneElems / 4 quads: a lane's own quads then start
+// 80 bytes after its neighbour's, so the eight lanes of a 16-byte shared load hit
+// distinct banks, while the fetch reads the rows in whole 512-byte runs.
+inline constexpr unsigned kStages = 2, kStagedQuads = kChunk / 4 + kChunk / kLaneElems;
+__device__ inline unsigned staged_quad(unsigned q) { return q + q / (kLaneElems / 4); }
+
+// Item t's values into `stage` (cp.async; the caller commits). Placeholders' values
+// come too (inside the rows, never checked nor stored: see store_item).
+__device__ inline void fetch_values(const float* rows, const Batch& b, unsigned t, float4* stage) {
+  const float* from = rows + b.base * b.dim + b.first(t);
+  const unsigned quads = b.size(t) / 4, lane = threadIdx.x % 32;
 #pragma unroll
-  for (unsigned k = 0; k < kLaneElems / 4; ++k) v[k] = p.stored ? from[k] : float4{0, 0, 0, 0};
+  for (unsigned u = 0; u < kChunk / 128; ++u)
+    if (const unsigned q = lane + 32 * u; q < quads)
+      __pipeline_memcpy_async(stage + staged_quad(q), from + 4 * q, 16);
 }
 
 // A NaN or infinity among a lane's values refused at the first one's flat index.
@@ -103,10 +110,9 @@ __device__ void encode_lane(const float (&x)[kLaneElems], std::uint8_t scale,
 // in the item's image in shared memory, copied to each stored row's slot in whole
 // words.
 template <CacheFormat F, bool Fast>
-__device__ void store_item(const float4 (&v)[kLaneElems / 4], const LanePart& p, const Batch& b,
-                           unsigned t, const Layout<F>& lay, RoundingProfile profile,
-                           const E2m1Tables& e2m1, std::byte* image, unsigned long long* verdict,
-                           std::byte* cache) {
+__device__ void store_item(const float4* stage, const LanePart& p, const Batch& b, unsigned t,
+                           const Layout<F>& lay, RoundingProfile profile, const E2m1Tables& e2m1,
+                           std::byte* image, unsigned long long* verdict, std::byte* cache) {
   using L = Layout<F>;
   static_assert(L::group == kLaneElems || L::group == 2 * kLaneElems);
   const unsigned lane = threadIdx.x % 32, i = kLaneElems * lane;
@@ -114,7 +120,7 @@ __device__ void store_item(const float4 (&v)[kLaneElems / 4], const LanePart& p,
   unsigned bits = 0;
 #pragma unroll
   for (unsigned k = 0; k < kLaneElems; ++k) {
-    x[k] = (&v[k / 4].x)[k % 4];
+    x[k] = p.stored ? (&stage[staged_quad(i / 4 + k / 4)].x)[k % 4] : 0.0f;
     bits = max(bits, __float_as_uint(x[k]) & 0x7fffffffu);
   }
   if (bits >= 0x7f800000u) refuse_nonfinite(x, (b.base + p.row) * lay.dim + p.at, verdict);
@@ -144,11 +150,13 @@ __device__ void store_item(const float4 (&v)[kLaneElems / 4], const LanePart& p,
       if (scale_lane) image[L::image_scale(i, size)] = std::byte(scale);
     }
     __syncwarp();
-    for_each_row_part(b, t, lay,
-                      [&](std::size_t data, std::size_t, std::size_t e, unsigned j, unsigned n) {
-                        copy_bytes(cache + data + L::data_within(e), image + L::image_data(j),
-                                   L::data_length(n), lane);
-                      });
+    for_each_row_part(
+        b, t, lay,
+        [&](bool stored, std::size_t data, std::size_t, std::size_t e, unsigned j, unsigned n) {
+          if (stored)
+            copy_bytes(cache + data + L::data_within(e), image + L::image_data(j),
+                       L::data_length(n), lane);
+        });
     __syncwarp();
   }
 }
@@ -157,29 +165,33 @@ __device__ void store_item(const float4 (&v)[kLaneElems / 4], const LanePart& p,
 // cache refused (batch_at) and not written; a slot given twice refused at the later
 // row (claim_slot), both rows written; a NaN/inf refused, its row written anyway.
 template <CacheFormat F, bool Fast>
-__global__ void __launch_bounds__(kThreads, kStoreBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3, Fast))
     store_rows(const float* rows, const std::int32_t* slots, std::size_t n, unsigned per_batch,
                Layout<F> lay, RoundingProfile profile, Claims claims, unsigned long long* verdict,
                std::byte* cache) {
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
+  __shared__ float4 staged[kWarps][kStages][kStagedQuads];
   __shared__ E2m1Tables e2m1;
   if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_tables(e2m1);
   __syncthreads();
-  const unsigned lane = threadIdx.x % 32;
-  std::byte* image = images[threadIdx.x / 32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
     if (lay.inside(b.slot))
       claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
-    float4 v[kLaneElems / 4], next[kLaneElems / 4];
-    LanePart p, p_next;
-    load_item(rows, lay, b, 0, p, v);
+    for (unsigned t = 0; t < kStages - 1; ++t) {
+      if (t < b.items()) fetch_values(rows, b, t, staged[warp][t]);
+      __pipeline_commit();
+    }
     for (unsigned t = 0; t < b.items(); ++t) {
-      if (t + 1 < b.items()) load_item(rows, lay, b, t + 1, p_next, next);
-      store_item<F, Fast>(v, p, b, t, lay, profile, e2m1, image, verdict, cache);
-#pragma unroll
-      for (unsigned k = 0; k < kLaneElems / 4; ++k) v[k] = next[k];
-      p = p_next;
+      const unsigned ahead = t + kStages - 1;
+      if (ahead < b.items()) fetch_values(rows, b, ahead, staged[warp][ahead % kStages]);
+      __pipeline_commit();
+      __pipeline_wait_prior(kStages - 1);  // item t's fetch, not the ones ahead
+      __syncwarp();
+      store_item<F, Fast>(staged[warp][t % kStages], lane_part(b, t, lay), b, t, lay, profile, e2m1,
+                          images[warp], verdict, cache);
+      __syncwarp();  // item t's stage is item t + kStages's
     }
   }
 }
