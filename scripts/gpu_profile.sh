@@ -16,7 +16,8 @@ mkdir -p "$out"
 metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,\
 dram__bytes_write.sum,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,\
 sm__warps_active.avg.pct_of_peak_sustained_active,smsp__warps_eligible.avg.per_cycle_active,\
-lts__t_sector_hit_rate.pct,l1tex__t_sector_hit_rate.pct
+lts__t_sector_hit_rate.pct,l1tex__t_sector_hit_rate.pct,l1tex__throughput.avg.pct_of_peak_sustained_active,\
+lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_pipe_lsu_wavefronts.sum,sm__inst_executed_pipe_lsu.sum
 # The stall reasons go in a second pass: should this ncu not know the pattern, the
 # figures above still come back.
 stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'

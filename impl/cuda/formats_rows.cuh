@@ -151,8 +151,10 @@ __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
           stored && Layout<F>::index ? lay.row_scales(std::size_t(s)) : 0};
 }
 // A lane's share of an item, kLaneElems consecutive elements (whole groups or half
-// of one), all in one row: D and kChunk are multiples of 16. Past the item's end,
-// and for a row whose slot is -1 or outside the cache, nothing is stored.
+// of one), all in one row: D and kChunk are multiples of 16. Past the batch's end,
+// and for a row whose slot is -1 or outside the cache, nothing is stored. Item 0's
+// part takes a division; each next one's moves kChunk elements on (at most
+// kChunk / 16 rows).
 inline constexpr unsigned kLaneElems = kChunk / 32;
 struct LanePart {
   unsigned row;       // in the batch
@@ -161,12 +163,22 @@ struct LanePart {
   bool stored;
 };
 template <CacheFormat F>
-__device__ LanePart lane_part(const Batch& b, unsigned t, const Layout<F>& lay) {
-  const std::size_t f = b.first(t) + kLaneElems * (threadIdx.x % 32);
-  const bool inside_item = f < b.first(t) + b.size(t);
-  const unsigned row = inside_item ? unsigned(quotient(f, b.dim)) : 0;
-  const std::int32_t s = __shfl_sync(kAll, b.slot, int(row));
-  return {row, f - row * b.dim, s, inside_item && lay.inside(s)};
+__device__ void settle(LanePart& p, const Batch& b, const Layout<F>& lay) {
+  p.slot = __shfl_sync(kAll, b.slot, int(p.row < 32 ? p.row : 31));
+  p.stored = p.row < b.count && lay.inside(p.slot);
+}
+template <CacheFormat F>
+__device__ LanePart first_lane_part(const Batch& b, const Layout<F>& lay) {
+  const std::size_t f = kLaneElems * (threadIdx.x % 32);
+  LanePart p{unsigned(quotient(f, b.dim)), 0, -1, false};
+  p.at = f - p.row * b.dim;
+  settle(p, b, lay);
+  return p;
+}
+template <CacheFormat F>
+__device__ void next_lane_part(LanePart& p, const Batch& b, const Layout<F>& lay) {
+  for (p.at += kChunk; p.at >= b.dim; p.at -= b.dim) ++p.row;
+  settle(p, b, lay);
 }
 
 // A warp's first batch, and the grid's stride between batches.
