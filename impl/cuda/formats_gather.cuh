@@ -7,30 +7,59 @@
 
 namespace aether::cuda::formats_rows {
 
-// Item t's bytes into `image`, the stored rows' parts where the item places them;
-// the parts of rows read at -1 or refused zeros (which decode to zeros).
+// Item t's bytes into `image` (main formats), the stored rows' parts where the
+// item places them; the parts of rows read at -1 or refused zeros (which decode to
+// zeros).
 template <CacheFormat F>
 __device__ void fetch_item(const std::byte* cache, const Layout<F>& lay, const Batch& b, unsigned t,
-                           std::byte* image) {
+                           const LanePart& p, std::byte* image) {
   using L = Layout<F>;
-  const unsigned size = b.size(t), lane = threadIdx.x % 32;
-  for_each_row_part(b, t, lay,
-                    [&](bool stored, std::size_t data, std::size_t scales, std::size_t e,
-                        unsigned i, unsigned n) {
-                      if (!stored) {
-                        for (unsigned k = lane; k < L::data_length(n); k += 32)
-                          image[L::image_data(i) + k] = std::byte{0};
-                        if constexpr (L::index)
-                          for (unsigned k = lane; k < n / 32; k += 32)
-                            image[L::image_scale(i, size) + k] = std::byte{0};
-                        return;
-                      }
-                      fetch_bytes(image + L::image_data(i), cache + data + L::data_within(e),
-                                  L::data_length(n), lane);
-                      if constexpr (L::index)
-                        fetch_bytes(image + L::image_scale(i, size), cache + scales + e / 32,
-                                    n / 32, lane);
-                    });
+  static_assert(!L::index);
+  const unsigned lane = threadIdx.x % 32;
+  for_each_row_part(
+      b, t, p, lay,
+      [&](bool stored, std::size_t data, std::size_t, std::size_t e, unsigned i, unsigned n) {
+        if (stored)
+          fetch_bytes(image + L::image_data(i), cache + data + L::data_within(e), L::data_length(n),
+                      lane);
+        else
+          for (unsigned k = lane; k < L::data_length(n); k += 32)
+            image[L::image_data(i) + k] = std::byte{0};
+      });
+}
+
+// IndexFp4, whose item is several rows' data and scale sections: a lane's 8 bytes
+// of data into the item's image (cp.async of 8 bytes where the address allows, of
+// 4, else byte by byte), and, from the first lane of each group, the group's scale
+// byte, returned (place_scales puts it in the image when the item's turn comes).
+// A row read at -1 or refused gives zeros. No loop over the item's rows.
+template <CacheFormat F>
+__device__ std::uint8_t fetch_lane(const std::byte* cache, const Batch& b, const LanePart& p,
+                                   std::byte* image) {
+  static_assert(Layout<F>::index && Layout<F>::group == 2 * kLaneElems);
+  const unsigned lane = threadIdx.x % 32, row = p.row < 32 ? p.row : 31;
+  const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(row));
+  const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(row));
+  std::byte* to = image + kLaneElems / 2 * lane;
+  if (!p.stored) {
+    *reinterpret_cast<uint2*>(to) = uint2{0, 0};
+    return 0;
+  }
+  const std::byte* from = cache + data + p.at / 2;
+  const auto address = reinterpret_cast<std::uintptr_t>(from);
+  if (address % 8 == 0) {
+    __pipeline_memcpy_async(to, from, 8);
+  } else if (address % 4 == 0) {
+    __pipeline_memcpy_async(to, from, 4);
+    __pipeline_memcpy_async(to + 4, from + 4, 4);
+  } else {
+    for (unsigned k = 0; k < kLaneElems / 2; ++k) to[k] = from[k];
+  }
+  return lane % 2 == 0 ? std::uint8_t(cache[scales + p.at / 32]) : 0;
+}
+__device__ inline void place_scales(std::uint8_t scale, unsigned size, std::byte* image) {
+  const unsigned lane = threadIdx.x % 32;
+  if (lane % 2 == 0 && kLaneElems * lane < size) image[size / 2 + lane / 2] = std::byte(scale);
 }
 
 // A UE8M0 byte's value 2^(b - 127), exact in double (biased exponent b + 896); 0xff
@@ -89,14 +118,29 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
   if constexpr (!Layout<F>::e4m3) fill_e2m1_tables(e2m1);
   __syncthreads();
   auto& image = images[threadIdx.x / 32];
+  constexpr bool index = Layout<F>::index;
   for (std::size_t base = first_batch(per_batch); base < m; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, m, slots, lay, verdict);
-    fetch_item(cache, lay, b, 0, image[0]);
+    // the lane's part of the item ahead, and its scale byte (IndexFp4)
+    LanePart ahead = first_lane_part(b, lay);
+    std::uint8_t scale_ahead = 0;
+    if constexpr (index)
+      scale_ahead = fetch_lane<F>(cache, b, ahead, image[0]);
+    else
+      fetch_item(cache, lay, b, 0, ahead, image[0]);
     __pipeline_commit();
     for (unsigned t = 0; t < b.items(); ++t) {
-      if (t + 1 < b.items()) fetch_item(cache, lay, b, t + 1, image[(t + 1) % 2]);
+      const std::uint8_t scale = scale_ahead;
+      if (t + 1 < b.items()) {
+        next_lane_part(ahead, b, lay);
+        if constexpr (index)
+          scale_ahead = fetch_lane<F>(cache, b, ahead, image[(t + 1) % 2]);
+        else
+          fetch_item(cache, lay, b, t + 1, ahead, image[(t + 1) % 2]);
+      }
       __pipeline_commit();
       __pipeline_wait_prior(1);  // item t's fetch, not t + 1's
+      if constexpr (index) place_scales(scale, b.size(t), image[t % 2]);
       __syncwarp();
       decode_item(image[t % 2], b, t, lay, e2m1, verdict, out);
       __syncwarp();  // image[t % 2] is item t + 2's

@@ -191,17 +191,26 @@ __device__ inline std::size_t batch_stride(unsigned per_batch) {
 
 // fn(stored, data, scales, e, i, n) for each row item t touches: its elements
 // [e, e + n) are the item's [i, i + n); stored says its slot is inside the cache,
-// whose bytes then start at data and scales (Batch).
+// whose bytes then start at data and scales (Batch). Where D is a multiple of
+// kChunk every item lies in one row, lane 0's (p: this lane's part of item t).
 template <CacheFormat F, class Fn>
-__device__ void for_each_row_part(const Batch& b, unsigned t, const Layout<F>& lay, Fn fn) {
-  const std::size_t f0 = b.first(t), end = f0 + b.size(t);
-  for (std::size_t r = quotient(f0, b.dim); r * b.dim < end; ++r) {
+__device__ void for_each_row_part(const Batch& b, unsigned t, const LanePart& p,
+                                  const Layout<F>& lay, Fn fn) {
+  const auto row_part = [&](unsigned r, std::size_t e, unsigned i, unsigned n) {
     const std::int32_t s = __shfl_sync(kAll, b.slot, int(r));
     const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(r));
     const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(r));
+    fn(lay.inside(s), data, scales, e, i, n);
+  };
+  if (b.dim % kChunk == 0) {
+    const auto at = std::size_t(__shfl_sync(kAll, (unsigned long long)p.at, 0));
+    return row_part(__shfl_sync(kAll, p.row, 0), at, 0, b.size(t));
+  }
+  const std::size_t f0 = b.first(t), end = f0 + b.size(t);
+  for (std::size_t r = quotient(f0, b.dim); r * b.dim < end; ++r) {
     const std::size_t lo = r * b.dim > f0 ? r * b.dim : f0;
     const std::size_t hi = (r + 1) * b.dim < end ? (r + 1) * b.dim : end;
-    fn(lay.inside(s), data, scales, lo - r * b.dim, unsigned(lo - f0), unsigned(hi - lo));
+    row_part(unsigned(r), lo - r * b.dim, unsigned(lo - f0), unsigned(hi - lo));
   }
 }
 

@@ -41,16 +41,14 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
 inline constexpr unsigned kStages = 2, kStagedQuads = kChunk / 4 + kChunk / kLaneElems;
 __device__ inline unsigned staged_quad(unsigned q) { return q + q / (kLaneElems / 4); }
 
-// Item t's values (from the batch's first value on) into the stage at shared
-// address `stage` (cp.async; the caller commits). Placeholders' values come too
-// (inside the rows, never checked nor stored: see store_item).
-__device__ inline void fetch_values(const float* batch_rows, const Batch& b, unsigned t,
-                                    unsigned stage) {
-  const float* from = batch_rows + b.first(t);
-  const unsigned quads = b.size(t) / 4, lane = threadIdx.x % 32;
+// An item's values, from `from` (the item's first value) on, into the stage at
+// shared address `stage` (cp.async; the caller commits). Placeholders' values come
+// too (inside the rows, never checked nor stored: see store_item).
+__device__ inline void fetch_values(const float* from, unsigned size, unsigned stage) {
+  const unsigned lane = threadIdx.x % 32;
 #pragma unroll
   for (unsigned u = 0; u < kChunk / 128; ++u)
-    if (const unsigned q = lane + 32 * u; q < quads)
+    if (const unsigned q = lane + 32 * u; 4 * q < size)
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + 16 * staged_quad(q)),
                    "l"(from + 4 * q)
                    : "memory");
@@ -128,11 +126,13 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
     const float in[4] = {quad.x, quad.y, quad.z, quad.w};
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {
-      x[4 * u + k] = p.stored ? in[k] : 0.0f;
-      bits = max(bits, __float_as_uint(x[4 * u + k]) & 0x7fffffffu);
+      x[4 * u + k] = in[k];
+      bits = max(bits, __float_as_uint(in[k]) & 0x7fffffffu);
     }
   }
-  if (bits >= 0x7f800000u) refuse_nonfinite(x, (b.base + p.row) * lay.dim + p.at, verdict);
+  // (a group's two lanes share a row: both stored, or neither)
+  if (p.stored && bits >= 0x7f800000u)
+    refuse_nonfinite(x, (b.base + p.row) * lay.dim + p.at, verdict);
   if constexpr (L::group == 2 * kLaneElems) bits = max(bits, __shfl_xor_sync(kAll, bits, 1));
   const std::uint8_t scale = Fast ? ue8m0_scale_of_bits(bits, L::format.element)
                                   : scale_byte(L::format, double(__uint_as_float(bits)), profile);
@@ -160,7 +160,7 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
     }
     __syncwarp();
     for_each_row_part(
-        b, t, lay,
+        b, t, p, lay,
         [&](bool stored, std::size_t data, std::size_t, std::size_t e, unsigned j, unsigned n) {
           if (stored)
             copy_bytes(cache + data + L::data_within(e), image + L::image_data(j),
@@ -184,9 +184,9 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_tables(e2m1);
   __syncthreads();
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const auto stage_at = [&](unsigned t) { return staged[warp][t % kStages]; };
+  const auto stage_base = unsigned(__cvta_generic_to_shared(staged[warp]));
   const auto stage_address = [&](unsigned t) {
-    return unsigned(__cvta_generic_to_shared(stage_at(t)));
+    return stage_base + t % kStages * unsigned(sizeof(staged[0][0]));
   };
   for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
@@ -194,17 +194,19 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
       claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
     const float* batch_rows = rows + base * lay.dim;
     for (unsigned t = 0; t < kStages - 1; ++t) {
-      if (t < b.items()) fetch_values(batch_rows, b, t, stage_address(t));
+      if (t < b.items()) fetch_values(batch_rows + b.first(t), b.size(t), stage_address(t));
       __pipeline_commit();
     }
     LanePart p = first_lane_part(b, lay);
     for (unsigned t = 0; t < b.items(); ++t) {
       const unsigned ahead = t + kStages - 1;
-      if (ahead < b.items()) fetch_values(batch_rows, b, ahead, stage_address(ahead));
+      if (ahead < b.items())
+        fetch_values(batch_rows + b.first(ahead), b.size(ahead), stage_address(ahead));
       __pipeline_commit();
       __pipeline_wait_prior(kStages - 1);  // item t's fetch, not the ones ahead
       __syncwarp();
-      store_item<F, Fast>(stage_at(t), p, b, t, lay, profile, e2m1, images[warp], verdict, cache);
+      store_item<F, Fast>(staged[warp][t % kStages], p, b, t, lay, profile, e2m1, images[warp],
+                          verdict, cache);
       __syncwarp();  // item t's stage is item t + kStages's
       next_lane_part(p, b, lay);
     }
