@@ -32,9 +32,9 @@ fr::Layout<F> layout_of(const CacheGeometry& g) {
 struct Grid {
   unsigned blocks, per_batch;
 };
-Grid grid_for(const void* kernel, std::size_t rows) {
+Grid grid_for(const void* kernel, std::size_t rows, std::size_t dynamic_shared = 0) {
   const std::size_t warps =
-      std::max<std::size_t>(1, resident_blocks(kernel, fr::kThreads)) * fr::kWarps;
+      std::max<std::size_t>(1, resident_blocks(kernel, fr::kThreads, dynamic_shared)) * fr::kWarps;
   const auto per_batch = unsigned(std::clamp<std::size_t>((rows + warps - 1) / warps, 1, 32));
   const std::size_t batches = (rows + per_batch - 1) / per_batch;
   return {unsigned(std::min<std::size_t>((batches + fr::kWarps - 1) / fr::kWarps, 1u << 20)),
@@ -54,9 +54,11 @@ void launch_store(const CacheGeometry& g, const float* rows, const std::int32_t*
                   std::size_t n, std::byte* cache, RoundingProfile profile, fr::Claims claims,
                   DeviceVerdict* verdict, Stream stream) {
   const auto kernel = fr::store_rows<F, Fast>;
-  const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), n);
-  kernel<<<grid.blocks, fr::kThreads, 0, stream>>>(rows, slots, n, grid.per_batch, layout_of<F>(g),
-                                                   profile, claims, &verdict->refusal, cache);
+  // (resident_blocks allows the kernel its stages past 48 KiB)
+  const std::size_t shared = fr::store_stage_bytes(fr::Layout<F>::e4m3, Fast);
+  const Grid grid = grid_for(reinterpret_cast<const void*>(kernel), n, shared);
+  kernel<<<grid.blocks, fr::kThreads, shared, stream>>>(
+      rows, slots, n, grid.per_batch, layout_of<F>(g), profile, claims, &verdict->refusal, cache);
 }
 
 cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,

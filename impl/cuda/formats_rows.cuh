@@ -25,7 +25,9 @@ inline constexpr int kWarps = 8, kThreads = 32 * kWarps;
 // it fits 64 registers unspilled (IndexFp4 under the Cuda profile), else 3 (80; at
 // 64 ptxas -v reports up to 160 bytes of spill loads).
 inline constexpr int kGatherBlocksPerSm = 4;
-constexpr int store_blocks_per_sm(bool e4m3, bool fast) { return !e4m3 && fast ? 4 : 3; }
+__host__ __device__ constexpr int store_blocks_per_sm(bool e4m3, bool fast) {
+  return !e4m3 && fast ? 4 : 3;
+}
 // Elements a warp converts between two copies (an item). An item's bytes are at
 // most 528 (MainFp8: 16 groups of 33).
 inline constexpr unsigned kChunk = 512, kChunkBytes = 544;

@@ -34,23 +34,33 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
   }
 }
 
-// Items in flight a warp (kStages - 1 fetched while one is converted), each staged
-// with a pad quad after every kLaneElems / 4 quads: a lane's own quads then start
-// 80 bytes after its neighbour's, so the eight lanes of a 16-byte shared load hit
-// distinct banks, while the fetch reads the rows in whole 512-byte runs.
-inline constexpr unsigned kStages = 2, kStagedQuads = kChunk / 4 + kChunk / kLaneElems;
+// Items in flight a warp (stages - 1 fetched while one is converted: 2 where 4
+// blocks share an SM, else 3), each staged with a pad quad after every
+// kLaneElems / 4 quads: a lane's own quads then start 80 bytes after its
+// neighbour's, so the eight lanes of a 16-byte shared load hit distinct banks,
+// while the fetch reads the rows in whole 512-byte runs. The stages are dynamic
+// shared memory (three pass the 48 KiB of static shared memory a block may have).
+inline constexpr unsigned kStagedQuads = kChunk / 4 + kChunk / kLaneElems;
 __device__ inline unsigned staged_quad(unsigned q) { return q + q / (kLaneElems / 4); }
+__host__ __device__ constexpr unsigned store_stages(bool e4m3, bool fast) {
+  return store_blocks_per_sm(e4m3, fast) == 4 ? 2 : 3;
+}
+__host__ __device__ constexpr std::size_t store_stage_bytes(bool e4m3, bool fast) {
+  return std::size_t(kWarps) * store_stages(e4m3, fast) * kStagedQuads * sizeof(float4);
+}
 
-// An item's values, from `from` (the item's first value) on, into the stage at
-// shared address `stage` (cp.async; the caller commits). Placeholders' values come
-// too (inside the rows, never checked nor stored: see store_item).
+// An item's values into a stage (cp.async; the caller commits): `from` is this
+// lane's first value (the item's first plus 4 lane), `stage` the shared address of
+// its first quad's place. Placeholders' values come too (inside the rows, never
+// checked nor stored: see store_item).
 __device__ inline void fetch_values(const float* from, unsigned size, unsigned stage) {
   const unsigned lane = threadIdx.x % 32;
 #pragma unroll
   for (unsigned u = 0; u < kChunk / 128; ++u)
-    if (const unsigned q = lane + 32 * u; 4 * q < size)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(stage + 16 * staged_quad(q)),
-                   "l"(from + 4 * q)
+    if (4 * (lane + 32 * u) < size)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                       stage + 16 * (staged_quad(lane + 32 * u) - staged_quad(lane))),
+                   "l"(from + 128 * u)
                    : "memory");
 }
 
@@ -178,36 +188,37 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
     store_rows(const float* rows, const std::int32_t* slots, std::size_t n, unsigned per_batch,
                Layout<F> lay, RoundingProfile profile, Claims claims, unsigned long long* verdict,
                std::byte* cache) {
+  constexpr unsigned stages = store_stages(Layout<F>::e4m3, Fast);
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
-  __shared__ float4 staged[kWarps][kStages][kStagedQuads];
+  extern __shared__ float4 staged_all[];
   __shared__ E2m1Tables e2m1;
   if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_tables(e2m1);
   __syncthreads();
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const auto stage_base = unsigned(__cvta_generic_to_shared(staged[warp]));
-  const auto stage_address = [&](unsigned t) {
-    return stage_base + t % kStages * unsigned(sizeof(staged[0][0]));
+  float4* staged = staged_all + warp * stages * kStagedQuads;
+  const auto stage_lane = unsigned(__cvta_generic_to_shared(staged + staged_quad(lane)));
+  const auto fetch = [&](const float* batch_rows, const Batch& b, unsigned t) {
+    fetch_values(batch_rows + b.first(t) + 4 * lane, b.size(t),
+                 stage_lane + t % stages * kStagedQuads * 16);
   };
   for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
     if (lay.inside(b.slot))
       claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
     const float* batch_rows = rows + base * lay.dim;
-    for (unsigned t = 0; t < kStages - 1; ++t) {
-      if (t < b.items()) fetch_values(batch_rows + b.first(t), b.size(t), stage_address(t));
+    for (unsigned t = 0; t < stages - 1; ++t) {
+      if (t < b.items()) fetch(batch_rows, b, t);
       __pipeline_commit();
     }
     LanePart p = first_lane_part(b, lay);
     for (unsigned t = 0; t < b.items(); ++t) {
-      const unsigned ahead = t + kStages - 1;
-      if (ahead < b.items())
-        fetch_values(batch_rows + b.first(ahead), b.size(ahead), stage_address(ahead));
+      if (const unsigned ahead = t + stages - 1; ahead < b.items()) fetch(batch_rows, b, ahead);
       __pipeline_commit();
-      __pipeline_wait_prior(kStages - 1);  // item t's fetch, not the ones ahead
+      __pipeline_wait_prior(stages - 1);  // item t's fetch, not the ones ahead
       __syncwarp();
-      store_item<F, Fast>(staged[warp][t % kStages], p, b, t, lay, profile, e2m1, images[warp],
-                          verdict, cache);
-      __syncwarp();  // item t's stage is item t + kStages's
+      store_item<F, Fast>(staged + t % stages * kStagedQuads, p, b, t, lay, profile, e2m1,
+                          images[warp], verdict, cache);
+      __syncwarp();  // item t's stage is item t + stages's
       next_lane_part(p, b, lay);
     }
   }
