@@ -136,21 +136,24 @@ struct Batch {
     return unsigned(left < kChunk ? left : kChunk);
   }
 };
+// The batch at `base`, its shape only (no slot loaded).
+__device__ inline Batch batch_shape(std::size_t base, unsigned per_batch, std::size_t n,
+                                    std::size_t dim) {
+  return {base, dim, unsigned(n - base < per_batch ? n - base : per_batch), -1, 0, 0};
+}
 template <CacheFormat F>
 __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
                           const std::int32_t* slots, const Layout<F>& lay,
                           unsigned long long* verdict) {
   const unsigned lane = threadIdx.x % 32;
-  const unsigned count = unsigned(n - base < per_batch ? n - base : per_batch);
-  const std::int32_t s = lane < count ? slots[base + lane] : -1;
-  if (s != -1 && !lay.inside(s)) atomicMin(verdict, refusal(0, base + lane));
-  const bool stored = lay.inside(s);
-  return {base,
-          lay.dim,
-          count,
-          s,
-          stored ? lay.row_data(std::size_t(s)) : 0,
-          stored && Layout<F>::index ? lay.row_scales(std::size_t(s)) : 0};
+  Batch b = batch_shape(base, per_batch, n, lay.dim);
+  b.slot = lane < b.count ? slots[base + lane] : -1;
+  if (b.slot != -1 && !lay.inside(b.slot)) atomicMin(verdict, refusal(0, base + lane));
+  if (lay.inside(b.slot)) {
+    b.data = lay.row_data(std::size_t(b.slot));
+    if constexpr (Layout<F>::index) b.scales = lay.row_scales(std::size_t(b.slot));
+  }
+  return b;
 }
 // A lane's share of an item, kLaneElems consecutive elements (whole groups or half
 // of one), all in one row: D and kChunk are multiples of 16. Past the batch's end,

@@ -197,28 +197,35 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float4* staged = staged_all + warp * stages * kStagedQuads;
   const auto stage_lane = unsigned(__cvta_generic_to_shared(staged + staged_quad(lane)));
-  const auto fetch = [&](const float* batch_rows, const Batch& b, unsigned t) {
-    fetch_values(batch_rows + b.first(t) + 4 * lane, b.size(t),
-                 stage_lane + t % stages * kStagedQuads * 16);
+  // The fetch runs stages - 1 items ahead of the conversion, across batches (it
+  // needs no slot): a warp's pipeline fills once, not once a batch. Item k of the
+  // warp's run is staged at k % stages.
+  std::size_t ahead_base = first_batch(per_batch);
+  unsigned ahead_t = 0, fetched = 0;
+  const auto fetch_next = [&] {
+    if (ahead_base < n) {
+      const Batch a = batch_shape(ahead_base, per_batch, n, lay.dim);
+      fetch_values(rows + ahead_base * lay.dim + a.first(ahead_t) + 4 * lane, a.size(ahead_t),
+                   stage_lane + fetched % stages * kStagedQuads * 16);
+      if (++ahead_t == a.items()) ahead_t = 0, ahead_base += batch_stride(per_batch);
+    }
+    ++fetched;
+    __pipeline_commit();
   };
+  for (unsigned k = 0; k < stages - 1; ++k) fetch_next();
+  unsigned k = 0;  // items converted
   for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
     if (lay.inside(b.slot))
       claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
-    const float* batch_rows = rows + base * lay.dim;
-    for (unsigned t = 0; t < stages - 1; ++t) {
-      if (t < b.items()) fetch(batch_rows, b, t);
-      __pipeline_commit();
-    }
     LanePart p = first_lane_part(b, lay);
-    for (unsigned t = 0; t < b.items(); ++t) {
-      if (const unsigned ahead = t + stages - 1; ahead < b.items()) fetch(batch_rows, b, ahead);
-      __pipeline_commit();
-      __pipeline_wait_prior(stages - 1);  // item t's fetch, not the ones ahead
+    for (unsigned t = 0; t < b.items(); ++t, ++k) {
+      fetch_next();
+      __pipeline_wait_prior(stages - 1);  // item k's fetch, not the ones ahead
       __syncwarp();
-      store_item<F, Fast>(staged + t % stages * kStagedQuads, p, b, t, lay, profile, e2m1,
+      store_item<F, Fast>(staged + k % stages * kStagedQuads, p, b, t, lay, profile, e2m1,
                           images[warp], verdict, cache);
-      __syncwarp();  // item t's stage is item t + stages's
+      __syncwarp();  // item k's stage is item k + stages's
       next_lane_part(p, b, lay);
     }
   }
