@@ -41,8 +41,8 @@ __device__ std::uint8_t fetch_lane(const std::byte* cache, const Batch& b, const
   const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(row));
   const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(row));
   std::byte* to = image + kLaneElems / 2 * lane;
-  if (!p.stored) {
-    *reinterpret_cast<uint2*>(to) = uint2{0, 0};
+  if (!p.stored) {  // (past the batch, the item's scales may lie here)
+    if (p.row < b.count) *reinterpret_cast<uint2*>(to) = uint2{0, 0};
     return 0;
   }
   const std::byte* from = cache + data + p.at / 2;
