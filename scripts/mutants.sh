@@ -174,10 +174,13 @@ mutant formats codes-saturation-to-nan impl/formats_codes.hpp \
   's|__nv_cvt_double_to_fp8(q, __NV_SATFINITE, __NV_E4M3)|__nv_cvt_double_to_fp8(q, __NV_NOSAT, __NV_E4M3)|'
 mutant formats cpu-index-scales-one-row-off impl/cpu/formats.cpp \
   's|  return {row \* data_bytes, rows \* data_bytes + row \* scale_bytes};|  return {row * data_bytes, (rows - 1) * data_bytes + row * scale_bytes};|'
+mutant formats codes-ue8m0-bits-threshold-one-low impl/formats_codes.hpp \
+  's|(e4m3 ? 0x600000u : 0x400000u)|(e4m3 ? 0x5fffffu : 0x400000u)|'
 
 # formats on CUDA (staged): the index block's scale section one row off, a slot
 # given twice not refused, or refused at the earlier row, the E2M1 table's sides
-# swapped, the scale's inverse one power off, a placeholder's row stored at byte 0
+# swapped, the scale's inverse one power off, a placeholder's row stored at byte 0,
+# a group's amax taken from one half of it
 cuda_mutant formats cuda-index-scales-one-row-off impl/cuda/formats_rows.cuh \
   's|    return block \* rows_per_block \* row_bytes + rows_per_block \* (dim / 2) +|    return block * rows_per_block * row_bytes + (rows_per_block - 1) * (dim / 2) +|'
 cuda_mutant formats cuda-slot-twice-not-refused impl/cuda/formats_store.cuh \
@@ -187,9 +190,11 @@ cuda_mutant formats cuda-slot-twice-refused-at-the-earlier-row impl/cuda/formats
 cuda_mutant formats cuda-e2m1-sides-swapped impl/cuda/formats_rows.cuh \
   's|return q == v ? 0 : q > v ? 1 : 2;|return q == v ? 0 : q > v ? 2 : 1;|'
 cuda_mutant formats cuda-inverse-scale-one-power-off impl/cuda/formats_store.cuh \
-  's|std::uint8_t(254 - scale)|std::uint8_t(253 - scale)|'
+  's|unsigned(254 - scale) << 23|unsigned(253 - scale) << 23|'
 cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh \
-  's|    if (lay.inside(s)) fn(data, scales,|    if (s == -1 \|\| lay.inside(s)) fn(data, scales,|'
+  's|  p.stored = p.row < b.count \&\& lay.inside(p.slot);|  p.stored = p.row < b.count \&\& (p.slot == -1 \|\| lay.inside(p.slot));|'
+cuda_mutant formats cuda-group-amax-from-one-half impl/cuda/formats_store.cuh \
+  's|bits = max(bits, __shfl_xor_sync(kAll, bits, 1));|bits = max(bits, 0u);|'
 
 # sharing: refinement checked the wrong way round, a source's ownership not
 # required, the YOCO boundary ignored, a setting left out of the match, a shared
