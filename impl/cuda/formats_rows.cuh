@@ -1,9 +1,10 @@
 // What the store's and the read side's kernels share (impl/cuda/formats_store.cuh,
 // impl/cuda/formats_gather.cuh): one pass, a warp a batch of rows worked in items
-// of kChunk elements, each item's bytes in shared memory in the cache's own layout
-// (interleaved groups, or IndexFp4's data then scales), copied as whole words;
-// refusals are atomicMin'd into the call's verdict on the way (docs/formats.md).
-// CUDA source only.
+// of kChunk elements, lane l owning the item's elements [16 l, 16 l + 16) (a
+// LanePart); the main formats' items pass through shared memory in the cache's
+// own layout (interleaved groups), copied as whole words; refusals are
+// atomicMin'd into the call's verdict on the way (docs/formats.md). CUDA source
+// only.
 #pragma once
 
 #include <cuda_fp4.h>

@@ -1,7 +1,7 @@
 // The store's kernel (impl/cuda/formats.cu): a warp a batch of rows
-// (impl/cuda/formats_rows.cuh), each item loaded while the item before is
-// converted. Codes come from impl/formats_codes.hpp, the CPU's rules. CUDA source
-// only.
+// (impl/cuda/formats_rows.cuh), each item's values staged in shared memory ahead
+// of their conversion. Codes come from impl/formats_codes.hpp, the CPU's rules.
+// CUDA source only.
 #pragma once
 
 #include "impl/cuda/formats_rows.cuh"
