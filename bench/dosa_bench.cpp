@@ -7,7 +7,8 @@
 // - `dosa_bench` (default): time of a batch of 64 queries, H 64, D 128, K 2048, at
 //   L 32768 and 131072, on the default workload and on parallel heads (one
 //   direction, no noise: where one anchor is exact): full scoring, pruned with the
-//   cost rule, their ratio, the survivor rate. Medians of 3 runs.
+//   cost rule, their ratio, the survivor rate. Medians of 3 runs. `dosa_bench
+//   parallel 32768` (or `default`, and either L) times that one case.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -118,11 +119,14 @@ int sweep() {
   return 0;
 }
 
-int timing() {
+// `workload` "parallel", "default" or empty (both); `only_keys` 0 for both lengths.
+int timing(const std::string& workload, std::size_t only_keys) {
   constexpr std::size_t k = 2048, budget = 16;
   bool ok = true;
   for (const bool parallel : {false, true})
     for (const std::size_t keys : {32768, 131072}) {
+      if (!workload.empty() && (workload == "parallel") != parallel) continue;
+      if (only_keys != 0 && only_keys != keys) continue;
       for (const std::size_t seed_count : {4096, 12288}) {
         props::DosaWorkloadParams p;
         p.keys = keys;
@@ -161,5 +165,5 @@ int timing() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "sweep") == 0) return sweep();
-  return timing();
+  return timing(argc > 1 ? argv[1] : "", argc > 2 ? std::stoul(argv[2]) : 0);
 }

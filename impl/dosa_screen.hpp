@@ -35,9 +35,12 @@ AETHER_HOST_DEVICE inline double norm_from_squares(double squares, std::size_t n
   return sqrt(squares) * (1 + double(n + 4) * 0x1p-52);
 }
 inline double norm_up(std::span<const float> v) {
-  double s = 0;
-  for (float x : v) s += double(x) * double(x);
-  return norm_from_squares(s, v.size());
+  double s[4] = {0, 0, 0, 0};  // four running sums (any order will do): no chain of adds
+  std::size_t i = 0;
+  for (; i + 4 <= v.size(); i += 4)
+    for (std::size_t j = 0; j < 4; ++j) s[j] += double(v[i + j]) * double(v[i + j]);
+  for (; i < v.size(); ++i) s[0] += double(v[i]) * double(v[i]);
+  return norm_from_squares((s[0] + s[1]) + (s[2] + s[3]), v.size());
 }
 
 // One anchored head's share of c = Σ w_h ||d_h||: d_h = q_h - beta q_j - Σ beta_i

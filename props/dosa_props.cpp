@@ -2,11 +2,13 @@
 // plan, the plan rule yields valid plans, and the pruned top-K is the top-K.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "impl/cpu/dosa.hpp"
 #include "impl/cpu/indexer.hpp"
 #include "model/dosa.hpp"
 #include "model/indexer.hpp"
+#include "props/support/cpu_threads.hpp"
 #include "props/support/dosa_gen.hpp"
 #include "props/support/property.hpp"
 
@@ -104,9 +106,13 @@ V cpu_full_topk(const std::vector<float>& q, const std::vector<float>& w, const 
 }
 
 // L3: a batch of 1 to 3 queries sharing keys and seeds; every query's pruned lanes
-// equal full scoring's, ids and order, bit for bit.
+// equal full scoring's, ids and order, bit for bit, on 1 to 3 threads taken even
+// for the smallest work, or as a call's size decides.
 AETHER_PROP(DosaCpu, the_pruned_topk_is_full_scorings_bit_for_bit, "L3", ()) {
   const props::DosaCall c = *props::gen_dosa_call();
+  const std::size_t threads = *rc::gen::inRange<std::size_t>(0, 4);  // 0: as the size decides
+  std::optional<props::ForcedThreads> forced;
+  if (threads != 0) forced.emplace(threads);
   std::vector<float> queries = c.queries, weights = c.weights;
   std::vector<DosaPlan> plans{c.plan};
   const std::size_t extra = *rc::gen::inRange<std::size_t>(0, 3);

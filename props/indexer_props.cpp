@@ -12,10 +12,10 @@
 
 #include "impl/cpu/dispatch.hpp"
 #include "impl/cpu/indexer.hpp"
-#include "impl/cpu/parallel.hpp"
 #include "model/indexer.hpp"
 #include "props/support/agreement.hpp"
 #include "props/support/compare.hpp"
+#include "props/support/cpu_threads.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
 #include "props/support/property.hpp"
@@ -127,17 +127,7 @@ AETHER_PROP(IndexerCpu, wide_topk_agrees_with_the_model, "L0", ()) {
 AETHER_PROP(IndexerCpu, the_same_on_every_thread_count_and_run, "L3", ()) {
   props::TopkCall c = *props::gen_well_formed_topk_call();
   const auto run = [&](std::size_t threads) {
-    // restored however the call ends (RC_ASSERT throws)
-    struct Limits {
-      explicit Limits(std::size_t threads) {
-        cpu::thread_limit() = threads;
-        cpu::parallel_threshold() = 1;  // the threaded path even on small calls
-      }
-      ~Limits() {
-        cpu::thread_limit() = 0;
-        cpu::parallel_threshold() = std::size_t(1) << 17;
-      }
-    } limits(threads);
+    const props::ForcedThreads forced(threads);
     V out(c.ends.size() * c.k, -7);
     RC_ASSERT(cpu_indexer().topk(c.scores, c.width, c.ends, c.k, out).ok());
     return out;

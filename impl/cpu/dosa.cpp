@@ -9,6 +9,7 @@
 
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/key_rows.hpp"
+#include "impl/cpu/parallel.hpp"
 #include "impl/dosa_screen.hpp"
 
 namespace aether::cpu {
@@ -25,20 +26,26 @@ constexpr double kPays = 0.9;  // pruning must cost under this share of full sco
 // share each decoded tile) and the bound's own arithmetic about 9 (measured:
 // bench/dosa_bench, docs/performance.md).
 constexpr double kScreenHeadCost = 1, kBoundCost = 9;
+// A key's bound test in for_each_row's elements (about a nanosecond each).
+constexpr std::size_t kBoundElements = 2;
 
-// The keys of rows `ids`, contiguous, in keys' format.
+// The keys of rows `ids`, contiguous, in keys' format (gather_into reuses the
+// buffer of `rows`).
 struct Rows {
   std::vector<std::byte> bytes;
   IndexKeys view;
 };
-Rows gather(const IndexKeys& keys, std::span<const std::int32_t> ids) {
+void gather_into(Rows& rows, const IndexKeys& keys, std::span<const std::int32_t> ids) {
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  Rows rows;
   rows.bytes.resize(ids.size() * row_bytes);
   for (std::size_t i = 0; i < ids.size(); ++i)
     std::memcpy(rows.bytes.data() + i * row_bytes,
                 keys.bytes.data() + std::size_t(ids[i]) * row_bytes, row_bytes);
   rows.view = {keys.format, rows.bytes, keys.dim};
+}
+Rows gather(const IndexKeys& keys, std::span<const std::int32_t> ids) {
+  Rows rows;
+  gather_into(rows, keys, ids);
   return rows;
 }
 
@@ -56,16 +63,32 @@ Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t d
       [](double x) { return float(x); });
 }
 
-// ||k|| from above for every key (E4M3: the raw row's norm times its scale).
-std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
+// ||k|| from above for every key (E4M3: the raw row's norm times its scale), keys
+// on threads' shares.
+template <KeyFormat kFormat>
+void key_norms_of(const IndexKeys& keys, std::span<double> norms) {
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  std::vector<double> norms(count);
-  std::vector<float> e(keys.dim);
-  for (std::size_t j = 0; j < count; ++j) {
+  for_each_row(norms.size(), 2 * keys.dim, [&](std::size_t j) {
+    thread_local std::vector<float> e;
+    e.resize(keys.dim);
     const std::byte* row = keys.bytes.data() + j * row_bytes;
-    for (std::size_t d = 0; d < keys.dim; ++d) e[d] = element(keys, row, d);
+    for (std::size_t d = 0; d < keys.dim; ++d) e[d] = element<kFormat>(row, d);
     // plus 2^-66: elements whose squares underflow in the sum
     norms[j] = up(norm_up(e) * double(row_scale(keys, row))) + 0x1p-66;
+  });
+}
+std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
+  std::vector<double> norms(count);
+  switch (keys.format) {
+    case KeyFormat::F32:
+      key_norms_of<KeyFormat::F32>(keys, norms);
+      break;
+    case KeyFormat::BF16:
+      key_norms_of<KeyFormat::BF16>(keys, norms);
+      break;
+    case KeyFormat::E4M3:
+      key_norms_of<KeyFormat::E4M3>(keys, norms);
+      break;
   }
   return norms;
 }
@@ -79,12 +102,6 @@ void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const
   for (std::size_t i = 0; i < norms.size(); ++i)
     bound[i] = bound_of(screen.terms, p[i], norms[i],
                         double(row_scale(block, block.bytes.data() + i * row_bytes)));
-}
-
-// Rows [first, first + n) of contiguous stored keys.
-IndexKeys rows_of(const IndexKeys& keys, std::size_t first, std::size_t n) {
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  return {keys.format, keys.bytes.subspan(first * row_bytes, n * row_bytes), keys.dim};
 }
 
 // (score, id) in the total order: higher score first, then lower id
@@ -136,15 +153,20 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   }
 
   DosaStats local;
-  const std::size_t others = count - seeds.size();
-  // The screen reads the keys in place, in contiguous blocks, seeds included (their
-  // bounds unused: less than gathering the others); norms once for the batch.
+  // The screen reads the keys that are not seeds (ascending), in chunks gathered into
+  // one contiguous buffer (the seeds are scored in full anyway: screening them in
+  // place cost more than the gather, docs/performance.md); their norms once for the
+  // batch.
   const Rows seed_rows = gather(keys, seeds);
-  std::vector<double> norms(count);
-  std::vector<char> normed(count / kProbe + 2, 0);  // by block start / kProbe
-  const auto norms_of = [&](std::size_t first, std::size_t n) {
+  std::vector<std::int32_t> others;
+  others.reserve(count - seeds.size());
+  for (std::size_t i = 0; i < count; ++i)
+    if (!is_seed[i]) others.push_back(std::int32_t(i));
+  std::vector<double> norms(others.size());
+  std::vector<char> normed(others.size() / kProbe + 2, 0);  // by chunk start / kProbe
+  const auto norms_of = [&](const IndexKeys& chunk, std::size_t first, std::size_t n) {
     if (!normed[first / kProbe]) {
-      const auto part = key_norms(rows_of(keys, first, n), n);
+      const auto part = key_norms(chunk, n);
       std::copy(part.begin(), part.end(), norms.begin() + std::ptrdiff_t(first));
       normed[first / kProbe] = 1;
     }
@@ -156,13 +178,13 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     const double screen_heads = double(plans[t].retained.size() + !plans[t].aggregated.empty());
     return !options.fall_back_when_unpaid ||
            double(seeds.size()) * double(heads) +
-                   double(count) * (kScreenHeadCost * screen_heads + kBoundCost) +
-                   double(others) * survivor_rate * double(heads) <
+                   double(others.size()) * (kScreenHeadCost * screen_heads + kBoundCost) +
+                   double(others.size()) * survivor_rate * double(heads) <
                kPays * double(count) * double(heads);
   };
   // A group of queries screened together: the seeds scored in one batched call, each
   // block of keys decoded once for all of them (index_scores_batch). A query whose
-  // probe (its first kProbe screened keys that are not seeds) says the screen does
+  // probe (its first kProbe keys that are not seeds) says the screen does
   // not pay leaves the group; it is returned, to be scored in full.
   struct Member {
     std::size_t t;
@@ -173,6 +195,9 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     std::size_t screened = 0;
     bool judged = false, paid = true;
   };
+  // buffers both groups reuse (a fresh one's pages fault in again)
+  Rows chunk;
+  std::vector<float> seed_scores, p;
   const auto screen_group = [&](std::span<const std::size_t> group) {
     std::vector<Member> members;
     std::vector<float> group_queries, group_weights;
@@ -181,22 +206,25 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       group_queries.insert(group_queries.end(), query(t).begin(), query(t).end());
       group_weights.insert(group_weights.end(), weight(t).begin(), weight(t).end());
     }
-    std::vector<float> seed_scores(group.size() * seeds.size());
+    seed_scores.resize(group.size() * seeds.size());
     (void)index_scores_batch(group_queries, group_weights, group.size(), seed_rows.view,
                              seed_scores);
     std::size_t widest = 0;  // screens padded to one width with zero heads (exact zeros)
-    for (std::size_t m = 0; m < members.size(); ++m) {
+    // each member's seeds' top-K and screen on its own thread's share
+    for_each_row(members.size(), seeds.size() + heads * dim, [&](std::size_t m) {
       Member& q = members[m];
+      thread_local std::vector<std::pair<float, std::int32_t>> seed_pairs;
+      seed_pairs.clear();
       for (std::size_t i = 0; i < seeds.size(); ++i)
-        q.chosen.emplace_back(seed_scores[m * seeds.size() + i], seeds[i]);
-      keep_best(q.chosen, k);
+        seed_pairs.emplace_back(seed_scores[m * seeds.size() + i], seeds[i]);
+      keep_best(seed_pairs, k);
+      q.chosen.assign(seed_pairs.begin(), seed_pairs.end());
       q.tau = q.chosen.back().first;  // the K-th best seed score
       q.screen = prepare(query(q.t), weight(q.t), dim, plans[q.t]);
-      widest = std::max(widest, q.screen.weights.size());
-    }
-    std::vector<float> p;
-    for (std::size_t first = 0, n = 0; first < count; first += n) {
-      n = std::min(first == 0 ? kProbe : kScreenBlock, count - first);
+    });
+    for (const Member& q : members) widest = std::max(widest, q.screen.weights.size());
+    for (std::size_t first = 0, n = 0; first < others.size(); first += n) {
+      n = std::min(first == 0 ? kProbe : kScreenBlock, others.size() - first);
       std::vector<Member*> active;
       std::vector<float> sq, sw;
       for (Member& q : members) {
@@ -208,33 +236,39 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
         sw.resize(active.size() * widest, 0.0f);
       }
       if (active.empty()) break;
-      const IndexKeys block = rows_of(keys, first, n);
-      const auto block_norms = norms_of(first, n);
+      const auto ids = std::span<const std::int32_t>(others).subspan(first, n);
+      gather_into(chunk, keys, ids);
+      const auto chunk_norms = norms_of(chunk.view, first, n);
       p.resize(active.size() * n);
-      (void)index_scores_batch(sq, sw, active.size(), block, p);
-      for (std::size_t m = 0; m < active.size(); ++m) {
+      (void)index_scores_batch(sq, sw, active.size(), chunk.view, p);
+      // each member's bounds on its own thread's share (a member's state is its own)
+      for_each_row(active.size(), n * kBoundElements, [&](std::size_t m) {
         Member& q = *active[m];
+        q.screened += n;
         for (std::size_t i = 0; i < n; ++i) {
-          if (is_seed[first + i]) continue;
-          ++q.screened;
-          const double scale = double(row_scale(block, block.bytes.data() + i * row_bytes));
-          if (bound_of(q.screen.terms, p[m * n + i], block_norms[i], scale) >= double(q.tau))
-            q.survivors.push_back(std::int32_t(first + i));
+          const double scale = double(row_scale(chunk.view, chunk.bytes.data() + i * row_bytes));
+          if (bound_of(q.screen.terms, p[m * n + i], chunk_norms[i], scale) >= double(q.tau))
+            q.survivors.push_back(ids[i]);
         }
         if (!q.judged && q.screened >= kProbe) {
           q.judged = true;
           q.paid = pays(q.t, double(q.survivors.size()) / double(q.screened));
         }
-      }
+      });
     }
     std::vector<std::size_t> unpaid;
-    for (Member& q : members) {
+    for (const Member& q : members) {
       if (!q.paid) {
         unpaid.push_back(q.t);
         continue;
       }
       local.screened += q.screened;
       local.survivors += q.survivors.size();
+    }
+    // each paid member's survivors rescored and merged on its own thread's share
+    for_each_row(members.size(), 2 * k, [&](std::size_t m) {
+      Member& q = members[m];
+      if (!q.paid) return;
       const Rows survivor_rows = gather(keys, q.survivors);
       std::vector<float> scores(q.survivors.size());
       (void)index_scores(query(q.t), weight(q.t), survivor_rows.view, scores);
@@ -244,7 +278,7 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       const auto lanes = out.subspan(q.t * k, k);
       for (std::size_t i = 0; i < k; ++i) lanes[i] = q.chosen[i].second;
       std::sort(lanes.begin(), lanes.end());
-    }
+    });
     return unpaid;
   };
   std::vector<std::size_t> screened_queries, in_full;
