@@ -108,7 +108,8 @@ mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
 # CPU's float bound exceeds the exact one by its margin, so its `>=` against `>`
 # differs only where a float lands on tau), the rounding margin dropped, survivors
 # scoring exactly tau dropped from the merge, a screened key named by its place in
-# the gathered chunk, a key's norm short of one partial sum
+# the gathered chunk, a key's norm short of one partial sum, the probe's first chunk
+# screened again when it joins the batch
 mutant dosa model-threshold-one-rank-high model/dosa.cpp \
   's|  return sorted\[k - 1\];|  return sorted[k > 1 ? k - 2 : 0];|'
 mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
@@ -143,6 +144,8 @@ mutant dosa cpu-screened-key-named-by-its-place impl/cpu/dosa.cpp \
   's|q.survivors.push_back(ids\[i\]);|q.survivors.push_back(std::int32_t(first + i));|'
 mutant dosa cpu-norm-drops-a-partial-sum impl/dosa_screen.hpp \
   's|norm_from_squares((s\[0\] + s\[1\]) + (s\[2\] + s\[3\]), v.size())|norm_from_squares((s[0] + s[1]) + s[2], v.size())|'
+mutant dosa cpu-probe-screens-its-first-chunk-twice impl/cpu/dosa.cpp \
+  's|if (!q.paid \|\| q.screened != first) continue;|if (!q.paid) continue;|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
 # dosa on CUDA (staged): the threshold taken over all but the last of the seeds' top-K,

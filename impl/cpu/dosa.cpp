@@ -182,37 +182,35 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
                    double(others.size()) * survivor_rate * double(heads) <
                kPays * double(count) * double(heads);
   };
-  // A group of queries screened together: the seeds scored in one batched call, each
-  // block of keys decoded once for all of them (index_scores_batch). A query whose
-  // probe (its first kProbe keys that are not seeds) says the screen does
-  // not pay leaves the group; it is returned, to be scored in full.
+  // A query's state through the screen. Its chunks of `others` (kProbe keys, then
+  // kScreenBlock) are decoded once for every query due there (index_scores_batch);
+  // after its first chunk (its probe) a query whose screen does not pay leaves, to
+  // be scored in full.
   struct Member {
     std::size_t t;
     float tau = 0;
     std::vector<std::pair<float, std::int32_t>> chosen;
     Screen screen;
     std::vector<std::int32_t> survivors;
-    std::size_t screened = 0;
+    std::size_t screened = 0;  // keys of `others` screened: the next chunk's start
     bool judged = false, paid = true;
   };
-  // buffers both groups reuse (a fresh one's pages fault in again)
+  // buffers reused by every step (a fresh one's pages fault in again)
   Rows chunk;
   std::vector<float> seed_scores, p;
-  const auto screen_group = [&](std::span<const std::size_t> group) {
-    std::vector<Member> members;
+  // The group's seeds scored in one batched call; each member's seeds' top-K, tau
+  // and screen on its own thread's share.
+  const auto choose_seeds = [&](std::span<Member> group) {
     std::vector<float> group_queries, group_weights;
-    for (std::size_t t : group) {
-      members.push_back({t});
-      group_queries.insert(group_queries.end(), query(t).begin(), query(t).end());
-      group_weights.insert(group_weights.end(), weight(t).begin(), weight(t).end());
+    for (const Member& q : group) {
+      group_queries.insert(group_queries.end(), query(q.t).begin(), query(q.t).end());
+      group_weights.insert(group_weights.end(), weight(q.t).begin(), weight(q.t).end());
     }
     seed_scores.resize(group.size() * seeds.size());
     (void)index_scores_batch(group_queries, group_weights, group.size(), seed_rows.view,
                              seed_scores);
-    std::size_t widest = 0;  // screens padded to one width with zero heads (exact zeros)
-    // each member's seeds' top-K and screen on its own thread's share
-    for_each_row(members.size(), seeds.size() + heads * dim, [&](std::size_t m) {
-      Member& q = members[m];
+    for_each_row(group.size(), seeds.size() + heads * dim, [&](std::size_t m) {
+      Member& q = group[m];
       thread_local std::vector<std::pair<float, std::int32_t>> seed_pairs;
       seed_pairs.clear();
       for (std::size_t i = 0; i < seeds.size(); ++i)
@@ -222,20 +220,25 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       q.tau = q.chosen.back().first;  // the K-th best seed score
       q.screen = prepare(query(q.t), weight(q.t), dim, plans[q.t]);
     });
-    for (const Member& q : members) widest = std::max(widest, q.screen.weights.size());
-    for (std::size_t first = 0, n = 0; first < others.size(); first += n) {
+  };
+  // The group's chunks starting before `until`, each for the members still paid
+  // that stand at its start.
+  const auto screen = [&](std::span<Member> group, std::size_t until) {
+    std::size_t widest = 0;  // screens padded to one width with zero heads (exact zeros)
+    for (const Member& q : group) widest = std::max(widest, q.screen.weights.size());
+    for (std::size_t first = 0, n = 0; first < std::min(until, others.size()); first += n) {
       n = std::min(first == 0 ? kProbe : kScreenBlock, others.size() - first);
       std::vector<Member*> active;
       std::vector<float> sq, sw;
-      for (Member& q : members) {
-        if (!q.paid) continue;
+      for (Member& q : group) {
+        if (!q.paid || q.screened != first) continue;
         active.push_back(&q);
         sq.insert(sq.end(), q.screen.queries.begin(), q.screen.queries.end());
         sq.resize(active.size() * widest * dim, 0.0f);
         sw.insert(sw.end(), q.screen.weights.begin(), q.screen.weights.end());
         sw.resize(active.size() * widest, 0.0f);
       }
-      if (active.empty()) break;
+      if (active.empty()) continue;
       const auto ids = std::span<const std::int32_t>(others).subspan(first, n);
       gather_into(chunk, keys, ids);
       const auto chunk_norms = norms_of(chunk.view, first, n);
@@ -256,8 +259,12 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
         }
       });
     }
+  };
+  // Each paid member's survivors rescored and merged with its seeds' top-K on its
+  // own thread's share; the unpaid returned, to be scored in full.
+  const auto finish = [&](std::span<Member> group) {
     std::vector<std::size_t> unpaid;
-    for (const Member& q : members) {
+    for (const Member& q : group) {
       if (!q.paid) {
         unpaid.push_back(q.t);
         continue;
@@ -265,9 +272,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       local.screened += q.screened;
       local.survivors += q.survivors.size();
     }
-    // each paid member's survivors rescored and merged on its own thread's share
-    for_each_row(members.size(), 2 * k, [&](std::size_t m) {
-      Member& q = members[m];
+    for_each_row(group.size(), 2 * k, [&](std::size_t m) {
+      Member& q = group[m];
       if (!q.paid) return;
       const Rows survivor_rows = gather(keys, q.survivors);
       std::vector<float> scores(q.survivors.size());
@@ -281,19 +287,25 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     });
     return unpaid;
   };
-  std::vector<std::size_t> screened_queries, in_full;
+  std::vector<std::size_t> in_full;
+  std::vector<Member> members;
   for (std::size_t t = 0; t < query_count; ++t)
-    (count <= k || !pays(t, 0) ? in_full : screened_queries).push_back(t);
-  if (!screened_queries.empty()) {
-    // the first query alone, as the batch's probe: if its screen does not pay, nor
-    // do the others' (their seeds are not scored for nothing)
-    const auto first_unpaid = screen_group(std::span(screened_queries).first(1));
-    const auto rest = std::span<const std::size_t>(screened_queries).subspan(1);
-    if (!first_unpaid.empty()) {
-      in_full.push_back(screened_queries[0]);
-      in_full.insert(in_full.end(), rest.begin(), rest.end());
+    if (count <= k || !pays(t, 0))
+      in_full.push_back(t);
+    else
+      members.push_back({t});
+  if (!members.empty()) {
+    // the first query's first chunk alone, as the batch's probe: if its screen does
+    // not pay, nor do the others' (their seeds are not scored for nothing); if it
+    // does, it joins the others from its second chunk on
+    choose_seeds(std::span(members).first(1));
+    screen(std::span(members).first(1), kProbe);
+    if (!members[0].paid) {
+      for (const Member& q : members) in_full.push_back(q.t);
     } else {
-      const auto unpaid = screen_group(rest);
+      choose_seeds(std::span(members).subspan(1));
+      screen(members, others.size());
+      const auto unpaid = finish(members);
       in_full.insert(in_full.end(), unpaid.begin(), unpaid.end());
     }
   }
