@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "impl/cpu/dosa_rows.hpp"
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/key_rows.hpp"
 #include "impl/cpu/parallel.hpp"
@@ -16,6 +17,10 @@ namespace aether::cpu {
 
 namespace {
 namespace de = dosa_error;
+using dosa_rows::gather;
+using dosa_rows::gather_into;
+using dosa_rows::key_norms;
+using dosa_rows::Rows;
 
 // The first kProbe keys screened that are not seeds are a probe: their survivor
 // rate decides whether the rest is screened or the query scored in full (a small
@@ -29,30 +34,8 @@ constexpr double kScreenHeadCost = 1, kBoundCost = 9;
 // A key's bound test in for_each_row's elements (about a nanosecond each).
 constexpr std::size_t kBoundElements = 2;
 
-// The keys of rows `ids`, contiguous, in keys' format (gather_into reuses the
-// buffer of `rows`).
-struct Rows {
-  std::vector<std::byte> bytes;
-  IndexKeys view;
-};
-void gather_into(Rows& rows, const IndexKeys& keys, std::span<const std::int32_t> ids) {
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  rows.bytes.resize(ids.size() * row_bytes);
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    std::memcpy(rows.bytes.data() + i * row_bytes,
-                keys.bytes.data() + std::size_t(ids[i]) * row_bytes, row_bytes);
-  rows.view = {keys.format, rows.bytes, keys.dim};
-}
-Rows gather(const IndexKeys& keys, std::span<const std::int32_t> ids) {
-  Rows rows;
-  gather_into(rows, keys, ids);
-  return rows;
-}
-
 using dosa_screen::bound_of;
-using dosa_screen::norm_up;
 using dosa_screen::Screen;
-using dosa_screen::up;
 
 // The CPU scorer's arithmetic (docs/dosa.md): D + H + 2 float roundings a key,
 // a_A stored as floats.
@@ -61,36 +44,6 @@ Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t d
   return dosa_screen::prepare(
       q, w, dim, plan, [](std::size_t heads, std::size_t d) { return d + heads + 2; },
       [](double x) { return float(x); });
-}
-
-// ||k|| from above for every key (E4M3: the raw row's norm times its scale), keys
-// on threads' shares.
-template <KeyFormat kFormat>
-void key_norms_of(const IndexKeys& keys, std::span<double> norms) {
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  for_each_row(norms.size(), 2 * keys.dim, [&](std::size_t j) {
-    thread_local std::vector<float> e;
-    e.resize(keys.dim);
-    const std::byte* row = keys.bytes.data() + j * row_bytes;
-    for (std::size_t d = 0; d < keys.dim; ++d) e[d] = element<kFormat>(row, d);
-    // plus 2^-66: elements whose squares underflow in the sum
-    norms[j] = up(norm_up(e) * double(row_scale(keys, row))) + 0x1p-66;
-  });
-}
-std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
-  std::vector<double> norms(count);
-  switch (keys.format) {
-    case KeyFormat::F32:
-      key_norms_of<KeyFormat::F32>(keys, norms);
-      break;
-    case KeyFormat::BF16:
-      key_norms_of<KeyFormat::BF16>(keys, norms);
-      break;
-    case KeyFormat::E4M3:
-      key_norms_of<KeyFormat::E4M3>(keys, norms);
-      break;
-  }
-  return norms;
 }
 
 // U of every row of `block` (contiguous stored keys, their norms alongside).
