@@ -28,8 +28,9 @@ using dosa_rows::Rows;
 constexpr std::size_t kProbe = 2048, kScreenBlock = 8192;
 constexpr double kPays = 0.9;  // pruning must cost under this share of full scoring
 // A key's screen, in full-score heads: each screen head about 1 (the batch's queries
-// share each decoded tile) and the bound's own arithmetic about 9 (measured:
-// bench/dosa_bench, docs/performance.md).
+// share each decoded tile) and the rest of it (gather, norm, bound) at most 9: timed
+// stage by stage at 2 to 3 (bench/dosa_bench, docs/performance.md); the larger
+// figure errs toward scoring in full, whose cost is known.
 constexpr double kScreenHeadCost = 1, kBoundCost = 9;
 // A key's bound test in for_each_row's elements (about a nanosecond each).
 constexpr std::size_t kBoundElements = 2;
