@@ -54,6 +54,16 @@ AETHER_CODES_HD inline double scale_of(ScaleKind kind, std::uint8_t byte) {
   return double(f);
 }
 
+// scale_of's UE8M0 values built from their bits, for the CUDA read side: 2^(b - 127)
+// is the double whose biased exponent is b + 896 (normal for every byte); 0xff is NaN.
+AETHER_CODES_HD inline double ue8m0_value(std::uint8_t byte) {
+  const std::uint64_t bits =
+      byte == 0xff ? 0x7ff8000000000000ull : std::uint64_t(byte + 896u) << 52;
+  double d;
+  memcpy(&d, &bits, 8);
+  return d;
+}
+
 // A group's scale byte from its amax: UE8M0 rounded up to a power of two,
 // E4M3 by the profile's element rule (docs/formats.md).
 AETHER_CODES_HD inline std::uint8_t scale_byte(GroupFormat f, double amax,

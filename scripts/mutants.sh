@@ -184,6 +184,8 @@ mutant formats cpu-index-scales-one-row-off impl/cpu/formats.cpp \
   's|  return {row \* data_bytes, rows \* data_bytes + row \* scale_bytes};|  return {row * data_bytes, (rows - 1) * data_bytes + row * scale_bytes};|'
 mutant formats codes-ue8m0-bits-threshold-one-low impl/formats_codes.hpp \
   's|(e4m3 ? 0x600000u : 0x400000u)|(e4m3 ? 0x5fffffu : 0x400000u)|'
+mutant formats codes-ue8m0-value-one-power-low impl/formats_codes.hpp \
+  's|std::uint64_t(byte + 896u) << 52|std::uint64_t(byte + 895u) << 52|'
 
 # formats on CUDA (staged): the index block's scale section one row off, a slot
 # given twice not refused, or refused at the earlier row, the E2M1 table's sides

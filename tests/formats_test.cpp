@@ -144,6 +144,19 @@ TEST(Formats, ue8m0_scale_from_bits_is_the_models) {
       }
   }
 }
+
+// The CUDA read side's UE8M0 decode (formats_codes::ue8m0_value) against scale_of,
+// every byte, NaN included.
+TEST(Formats, ue8m0_value_from_bits_is_scale_of) {
+  for (int b = 0; b < 256; ++b) {
+    const double want = formats_codes::scale_of(ScaleKind::UE8M0, std::uint8_t(b));
+    const double got = formats_codes::ue8m0_value(std::uint8_t(b));
+    if (std::isnan(want))
+      EXPECT_TRUE(std::isnan(got)) << "byte " << b;
+    else
+      EXPECT_EQ(got, want) << "byte " << b;
+  }
+}
 #endif
 
 // E4M3 scales (main FP4): amax / 6 to the nearest E4M3; at least 2^-9.

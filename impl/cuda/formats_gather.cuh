@@ -62,13 +62,6 @@ __device__ inline void place_scales(std::uint8_t scale, unsigned size, std::byte
   if (lane % 2 == 0 && kLaneElems * lane < size) image[size / 2 + lane / 2] = std::byte(scale);
 }
 
-// A UE8M0 byte's value 2^(b - 127), exact in double (biased exponent b + 896); 0xff
-// is NaN. The same values as scale_of, in three instructions.
-__device__ inline double ue8m0_value(std::uint8_t b) {
-  return b == 0xff ? __longlong_as_double(0x7ff8000000000000ll)
-                   : __longlong_as_double(static_cast<long long>(b + 896ull) << 52);
-}
-
 // Item t's values, two a lane at a time (output stores in whole 512-byte runs): a
 // code pair's values times its group's scale, exact in double; a NaN element or
 // scale refused at its output index (the values written anyway). Rows read at -1
