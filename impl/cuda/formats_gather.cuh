@@ -16,16 +16,15 @@ __device__ void fetch_item(const std::byte* cache, const Layout<F>& lay, const B
   using L = Layout<F>;
   static_assert(!L::index);
   const unsigned lane = threadIdx.x % 32;
-  for_each_row_part(
-      b, t, p, lay,
-      [&](bool stored, std::size_t data, std::size_t, std::size_t e, unsigned i, unsigned n) {
-        if (stored)
-          fetch_bytes(image + L::image_data(i), cache + data + L::data_within(e), L::data_length(n),
-                      lane);
-        else
-          for (unsigned k = lane; k < L::data_length(n); k += 32)
-            image[L::image_data(i) + k] = std::byte{0};
-      });
+  for_each_row_part(b, t, p, lay,
+                    [&](bool stored, std::size_t data, std::size_t e, unsigned i, unsigned n) {
+                      if (stored)
+                        fetch_bytes(image + L::image_data(i), cache + data + L::data_within(e),
+                                    L::data_length(n), lane);
+                      else
+                        for (unsigned k = lane; k < L::data_length(n); k += 32)
+                          image[L::image_data(i) + k] = std::byte{0};
+                    });
 }
 
 // IndexFp4, whose item is several rows' data and scale sections: a lane's 8 bytes

@@ -58,8 +58,8 @@ struct Layout {
   static constexpr unsigned group_bytes = data_bytes + (index ? 0 : 1);
   std::size_t dim, rows_per_block, row_bytes;
   std::int64_t slots;
-  // Slot s's bytes: its row (main formats), or its data and its scales (IndexFp4);
-  // elements from e0 on start data_within(e0) and e0 / 32 further.
+  // Slot s's bytes: its row (main formats), or its data and its scales (IndexFp4,
+  // where elements from e0 on start e0 / 2 and e0 / 32 further).
   __device__ std::size_t row_data(std::size_t s) const {
     if constexpr (!index) return s * row_bytes;
     const std::size_t block = quotient(s, rows_per_block);
@@ -70,11 +70,10 @@ struct Layout {
     return block * rows_per_block * row_bytes + rows_per_block * (dim / 2) +
            (s - block * rows_per_block) * (dim / 32);
   }
+  // Main formats (one range a row): where elements from e0 on start in their row,
+  // and the bytes of n elements (whole groups).
   static __device__ std::size_t data_within(std::size_t e0) { return e0 / group * group_bytes; }
-  // Bytes of n elements (whole groups): their data range (everything, main formats).
-  static __device__ unsigned data_length(unsigned n) {
-    return n / group * (index ? 16 : group_bytes);
-  }
+  static __device__ unsigned data_length(unsigned n) { return n / group * group_bytes; }
   // Within an item's image of n elements: element e's group's data, and its scale.
   static __device__ unsigned image_data(unsigned e) { return e / group * group_bytes; }
   static __device__ unsigned image_scale(unsigned e, unsigned n) {
@@ -195,18 +194,18 @@ __device__ inline std::size_t batch_stride(unsigned per_batch) {
   return std::size_t(gridDim.x) * kWarps * per_batch;
 }
 
-// fn(stored, data, scales, e, i, n) for each row item t touches: its elements
+// Main formats: fn(stored, data, e, i, n) for each row item t touches: its elements
 // [e, e + n) are the item's [i, i + n); stored says its slot is inside the cache,
-// whose bytes then start at data and scales (Batch). Where D is a multiple of
-// kChunk every item lies in one row, lane 0's (p: this lane's part of item t).
+// whose row then starts at data (Batch). Where D is a multiple of kChunk every item
+// lies in one row, lane 0's (p: this lane's part of item t).
 template <CacheFormat F, class Fn>
 __device__ void for_each_row_part(const Batch& b, unsigned t, const LanePart& p,
                                   const Layout<F>& lay, Fn fn) {
+  static_assert(!Layout<F>::index);
   const auto row_part = [&](unsigned r, std::size_t e, unsigned i, unsigned n) {
     const std::int32_t s = __shfl_sync(kAll, b.slot, int(r));
     const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(r));
-    const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(r));
-    fn(lay.inside(s), data, scales, e, i, n);
+    fn(lay.inside(s), data, e, i, n);
   };
   if (b.dim % kChunk == 0) {
     const auto at = std::size_t(__shfl_sync(kAll, (unsigned long long)p.at, 0));

@@ -169,13 +169,12 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
       if (scale_lane) image[L::image_scale(i, size)] = std::byte(scale);
     }
     __syncwarp();
-    for_each_row_part(
-        b, t, p, lay,
-        [&](bool stored, std::size_t data, std::size_t, std::size_t e, unsigned j, unsigned n) {
-          if (stored)
-            copy_bytes(cache + data + L::data_within(e), image + L::image_data(j),
-                       L::data_length(n), lane);
-        });
+    for_each_row_part(b, t, p, lay,
+                      [&](bool stored, std::size_t data, std::size_t e, unsigned j, unsigned n) {
+                        if (stored)
+                          copy_bytes(cache + data + L::data_within(e), image + L::image_data(j),
+                                     L::data_length(n), lane);
+                      });
     __syncwarp();
   }
 }
