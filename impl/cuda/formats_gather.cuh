@@ -36,15 +36,13 @@ template <CacheFormat F>
 __device__ std::uint8_t fetch_lane(const std::byte* cache, const Batch& b, const LanePart& p,
                                    std::byte* image) {
   static_assert(Layout<F>::index && Layout<F>::group == 2 * kLaneElems);
-  const unsigned lane = threadIdx.x % 32, row = p.row < 32 ? p.row : 31;
-  const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(row));
-  const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(row));
+  const unsigned lane = threadIdx.x % 32;
   std::byte* to = image + kLaneElems / 2 * lane;
   if (!p.stored) {  // (past the batch, the item's scales may lie here)
     if (p.row < b.count) *reinterpret_cast<uint2*>(to) = uint2{0, 0};
     return 0;
   }
-  const std::byte* from = cache + data + p.at / 2;
+  const std::byte* from = cache + p.data + p.at / 2;
   const auto address = reinterpret_cast<std::uintptr_t>(from);
   if (address % 8 == 0) {
     __pipeline_memcpy_async(to, from, 8);
@@ -54,7 +52,7 @@ __device__ std::uint8_t fetch_lane(const std::byte* cache, const Batch& b, const
   } else {
     for (unsigned k = 0; k < kLaneElems / 2; ++k) to[k] = from[k];
   }
-  return lane % 2 == 0 ? std::uint8_t(cache[scales + p.at / 32]) : 0;
+  return lane % 2 == 0 ? std::uint8_t(cache[p.scales + p.at / 32]) : 0;
 }
 __device__ inline void place_scales(std::uint8_t scale, unsigned size, std::byte* image) {
   const unsigned lane = threadIdx.x % 32;

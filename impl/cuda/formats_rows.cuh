@@ -166,11 +166,17 @@ struct LanePart {
   std::size_t at;     // the first element's place in its row
   std::int32_t slot;  // the row's
   bool stored;
+  std::size_t data = 0, scales = 0;  // IndexFp4: where the row's sections start (Batch)
 };
 template <CacheFormat F>
 __device__ void settle(LanePart& p, const Batch& b, const Layout<F>& lay) {
-  p.slot = __shfl_sync(kAll, b.slot, int(p.row < 32 ? p.row : 31));
+  const int source = int(p.row < 32 ? p.row : 31);  // past the batch: any lane
+  p.slot = __shfl_sync(kAll, b.slot, source);
   p.stored = p.row < b.count && lay.inside(p.slot);
+  if constexpr (Layout<F>::index) {
+    p.data = __shfl_sync(kAll, (unsigned long long)b.data, source);
+    p.scales = __shfl_sync(kAll, (unsigned long long)b.scales, source);
+  }
 }
 template <CacheFormat F>
 __device__ LanePart first_lane_part(const Batch& b, const Layout<F>& lay) {

@@ -150,15 +150,13 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
   encode_lane<F, Fast>(x, scale, profile, e2m1, codes);
   const bool scale_lane = i % L::group == 0;
   if constexpr (L::index) {
-    const std::size_t data = __shfl_sync(kAll, (unsigned long long)b.data, int(p.row));
-    const std::size_t scales = __shfl_sync(kAll, (unsigned long long)b.scales, int(p.row));
     if (!p.stored) return;
-    std::byte* to = cache + data + p.at / 2;
+    std::byte* to = cache + p.data + p.at / 2;
     if (reinterpret_cast<std::uintptr_t>(to) % 8 == 0)
       *reinterpret_cast<uint2*>(to) = uint2{codes[0], codes[1]};
     else
       for (unsigned k = 0; k < kLaneElems / 2; ++k) to[k] = std::byte(codes[k / 4] >> 8 * (k % 4));
-    if (scale_lane) cache[scales + p.at / 32] = std::byte(scale);
+    if (scale_lane) cache[p.scales + p.at / 32] = std::byte(scale);
   } else {
     const unsigned size = b.size(t);
     if (i < size) {
