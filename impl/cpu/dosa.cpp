@@ -1,10 +1,8 @@
 #include "impl/cpu/dosa.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
-#include <numeric>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "impl/cpu/dosa_rows.hpp"
