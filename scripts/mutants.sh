@@ -109,7 +109,9 @@ mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
 # differs only where a float lands on tau), the rounding margin dropped, survivors
 # scoring exactly tau dropped from the merge, a screened key named by its place in
 # the gathered chunk, a key's norm short of one partial sum, the probe's first chunk
-# screened again when it joins the batch
+# screened again when it joins the batch, the seeds' second round skipped (those the
+# first round's K-th score does not rule out left unscored), a seed bounded exactly at
+# that score left out
 mutant dosa model-threshold-one-rank-high model/dosa.cpp \
   's|  return sorted\[k - 1\];|  return sorted[k > 1 ? k - 2 : 0];|'
 mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
@@ -134,7 +136,7 @@ mutant dosa model-further-anchors-unbounded model/dosa.cpp \
   's|      p += exact(weights\[a.head\]) \* exact(m.beta) \* relu(dot(q(m.anchor), key));|      (void)m;|'
 mutant dosa cpu-further-anchors-not-folded impl/dosa_screen.hpp \
   's|    for (const DosaTerm\& m : a.more) folded\[m.anchor\] += double(w\[a.head\]) \* double(m.beta);||'
-mutant dosa cpu-merge-ties-to-the-higher-id impl/cpu/dosa.cpp \
+mutant dosa cpu-merge-ties-to-the-higher-id impl/cpu/dosa_seeds.hpp \
   's|(a.first == b.first \&\& a.second < b.second)|(a.first == b.first \&\& a.second > b.second)|'
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa_plan.cpp \
   's|    if (t == last) continue;||'
@@ -145,7 +147,11 @@ mutant dosa cpu-screened-key-named-by-its-place impl/cpu/dosa.cpp \
 mutant dosa cpu-norm-drops-a-partial-sum impl/dosa_screen.hpp \
   's|norm_from_squares((s\[0\] + s\[1\]) + (s\[2\] + s\[3\]), v.size())|norm_from_squares((s[0] + s[1]) + s[2], v.size())|'
 mutant dosa cpu-probe-screens-its-first-chunk-twice impl/cpu/dosa.cpp \
-  's|if (!q.paid \|\| q.screened != first) continue;|if (!q.paid) continue;|'
+  's|if (q.paid \&\& q.screened == first) active|if (q.paid) active|'
+mutant dosa cpu-seeds-second-round-skipped impl/cpu/dosa_seeds.hpp \
+  's|  if (!again.empty()) score_into_chosen(again);||'
+mutant dosa cpu-seed-bounded-at-t-left-out impl/cpu/dosa_seeds.hpp \
+  's|bounds\[i\] >= double(t)|bounds[i] > double(t)|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
 # dosa on CUDA (staged): the threshold taken over all but the last of the seeds' top-K,

@@ -5,7 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "impl/cpu/dosa_cost.hpp"
 #include "impl/cpu/dosa_rows.hpp"
+#include "impl/cpu/dosa_seeds.hpp"
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/key_rows.hpp"
 #include "impl/cpu/parallel.hpp"
@@ -19,17 +21,13 @@ using dosa_rows::gather;
 using dosa_rows::gather_into;
 using dosa_rows::key_norms;
 using dosa_rows::Rows;
+using dosa_seeds::keep_best;
+using dosa_seeds::Scored;
 
 // The first kProbe keys screened that are not seeds are a probe: their survivor
 // rate decides whether the rest is screened or the query scored in full (a small
 // probe wastes little when it says "in full").
 constexpr std::size_t kProbe = 2048, kScreenBlock = 8192;
-constexpr double kPays = 0.9;  // pruning must cost under this share of full scoring
-// A key's screen, in full-score heads: each screen head about 1 (the batch's queries
-// share each decoded tile) and the rest of it (gather, norm, bound) at most 9: timed
-// stage by stage at 2 to 3 (bench/dosa_bench, docs/performance.md); the larger
-// figure errs toward scoring in full, whose cost is known.
-constexpr double kScreenHeadCost = 1, kBoundCost = 9;
 // A key's bound test in for_each_row's elements (about a nanosecond each).
 constexpr std::size_t kBoundElements = 2;
 
@@ -54,19 +52,6 @@ void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const
   for (std::size_t i = 0; i < norms.size(); ++i)
     bound[i] = bound_of(screen.terms, p[i], norms[i],
                         double(row_scale(block, block.bytes.data() + i * row_bytes)));
-}
-
-// (score, id) in the total order: higher score first, then lower id
-constexpr auto before = [](const std::pair<float, std::int32_t>& a,
-                           const std::pair<float, std::int32_t>& b) {
-  return a.first > b.first || (a.first == b.first && a.second < b.second);
-};
-
-// The k best of `chosen` in the total order, in any order, the k-th best last (the
-// order is total, so the set is the one a sort would keep; linear, not k log k).
-void keep_best(std::vector<std::pair<float, std::int32_t>>& chosen, std::size_t k) {
-  std::nth_element(chosen.begin(), chosen.begin() + std::ptrdiff_t(k - 1), chosen.end(), before);
-  chosen.resize(k);
 }
 
 }  // namespace
@@ -105,10 +90,10 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   }
 
   DosaStats local;
-  // The screen reads the keys that are not seeds (ascending), in chunks gathered into
-  // one contiguous buffer (the seeds are scored in full anyway: screening them in
-  // place cost more than the gather, docs/performance.md); their norms once for the
-  // batch.
+  // The seeds, gathered once, are screened or scored as a whole (choose_seeds); the
+  // screen reads the other keys (ascending) in chunks gathered into one contiguous
+  // buffer (screening the seeds in place among them cost more than the gather,
+  // docs/performance.md). Norms once for the batch.
   const Rows seed_rows = gather(keys, seeds);
   std::vector<std::int32_t> others;
   others.reserve(count - seeds.size());
@@ -126,71 +111,104 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   };
   const auto query = [&](std::size_t t) { return queries.subspan(t * heads * dim, heads * dim); };
   const auto weight = [&](std::size_t t) { return weights.subspan(t * heads, heads); };
-  const auto pays = [&](std::size_t t, double survivor_rate) {
-    const double screen_heads = double(plans[t].retained.size() + !plans[t].aggregated.empty());
-    return !options.fall_back_when_unpaid ||
-           double(seeds.size()) * double(heads) +
-                   double(others.size()) * (kScreenHeadCost * screen_heads + kBoundCost) +
-                   double(others.size()) * survivor_rate * double(heads) <
-               kPays * double(count) * double(heads);
-  };
+  const dosa_cost::CostRule cost{plans,        heads, count,
+                                 seeds.size(), k,     options.fall_back_when_unpaid};
   // A query's state through the screen. Its chunks of `others` (kProbe keys, then
   // kScreenBlock) are decoded once for every query due there (index_scores_batch);
   // after its first chunk (its probe) a query whose screen does not pay leaves, to
   // be scored in full.
   struct Member {
     std::size_t t;
+    bool prunes_seeds;
     float tau = 0;
-    std::vector<std::pair<float, std::int32_t>> chosen;
+    std::vector<Scored> chosen;
     Screen screen;
     std::vector<std::int32_t> survivors;
     std::size_t screened = 0;  // keys of `others` screened: the next chunk's start
+    std::size_t seeds_scored = 0;
     bool judged = false, paid = true;
   };
   // buffers reused by every step (a fresh one's pages fault in again)
   Rows chunk;
-  std::vector<float> seed_scores, p;
-  // The group's seeds scored in one batched call; each member's seeds' top-K, tau
-  // and screen on its own thread's share.
-  const auto choose_seeds = [&](std::span<Member> group) {
-    std::vector<float> group_queries, group_weights;
-    for (const Member& q : group) {
-      group_queries.insert(group_queries.end(), query(q.t).begin(), query(q.t).end());
-      group_weights.insert(group_weights.end(), weight(q.t).begin(), weight(q.t).end());
+  std::vector<float> seed_scores, p, sq, sw;
+  // Screens of `active`, stacked and padded to one width with zero heads (exact zeros).
+  const auto stack_screens = [&](std::span<Member* const> active) {
+    std::size_t widest = 0;
+    for (const Member* q : active) widest = std::max(widest, q->screen.weights.size());
+    sq.assign(active.size() * widest * dim, 0.0f);
+    sw.assign(active.size() * widest, 0.0f);
+    for (std::size_t m = 0; m < active.size(); ++m) {
+      std::ranges::copy(active[m]->screen.queries, sq.begin() + std::ptrdiff_t(m * widest * dim));
+      std::ranges::copy(active[m]->screen.weights, sw.begin() + std::ptrdiff_t(m * widest));
     }
-    seed_scores.resize(group.size() * seeds.size());
-    (void)index_scores_batch(group_queries, group_weights, group.size(), seed_rows.view,
-                             seed_scores);
+  };
+  std::vector<double> seed_norms;
+  // The group's seeds: scored in one batched call for the members that score them
+  // all, screened in one for the others (dosa_seeds::seeds_top_k then scores those
+  // the bounds keep); each member's seeds' top-K and tau on its own thread's share.
+  const auto choose_seeds = [&](std::span<Member> group) {
+    for_each_row(group.size(), heads * dim, [&](std::size_t m) {
+      group[m].screen = prepare(query(group[m].t), weight(group[m].t), dim, plans[group[m].t]);
+    });
+    std::vector<Member*> in_full, pruned;
+    std::vector<std::size_t> row(group.size());  // a member's row in its call's output
+    for (std::size_t m = 0; m < group.size(); ++m) {
+      auto& list = group[m].prunes_seeds ? pruned : in_full;
+      row[m] = list.size();
+      list.push_back(&group[m]);
+    }
+    if (!in_full.empty()) {
+      std::vector<float> group_queries, group_weights;
+      for (const Member* q : in_full) {
+        group_queries.insert(group_queries.end(), query(q->t).begin(), query(q->t).end());
+        group_weights.insert(group_weights.end(), weight(q->t).begin(), weight(q->t).end());
+      }
+      seed_scores.resize(in_full.size() * seeds.size());
+      (void)index_scores_batch(group_queries, group_weights, in_full.size(), seed_rows.view,
+                               seed_scores);
+    }
+    if (!pruned.empty()) {
+      if (seed_norms.empty()) seed_norms = key_norms(seed_rows.view, seeds.size());
+      stack_screens(pruned);
+      p.resize(pruned.size() * seeds.size());
+      (void)index_scores_batch(sq, sw, pruned.size(), seed_rows.view, p);
+    }
     for_each_row(group.size(), seeds.size() + heads * dim, [&](std::size_t m) {
       Member& q = group[m];
-      thread_local std::vector<std::pair<float, std::int32_t>> seed_pairs;
-      seed_pairs.clear();
-      for (std::size_t i = 0; i < seeds.size(); ++i)
-        seed_pairs.emplace_back(seed_scores[m * seeds.size() + i], seeds[i]);
-      keep_best(seed_pairs, k);
-      q.chosen.assign(seed_pairs.begin(), seed_pairs.end());
+      const std::size_t r = row[m] * seeds.size();
+      if (!q.prunes_seeds) {
+        q.chosen.clear();
+        for (std::size_t i = 0; i < seeds.size(); ++i)
+          q.chosen.emplace_back(seed_scores[r + i], seeds[i]);
+        keep_best(q.chosen, k);
+        q.seeds_scored = seeds.size();
+      } else {
+        thread_local std::vector<double> bounds;
+        bounds.resize(seeds.size());
+        for (std::size_t i = 0; i < seeds.size(); ++i)
+          bounds[i] =
+              bound_of(q.screen.terms, p[r + i], seed_norms[i],
+                       double(row_scale(seed_rows.view, seed_rows.bytes.data() + i * row_bytes)));
+        const auto score = [&](std::span<const std::int32_t> ids, std::span<float> scores) {
+          thread_local Rows rows;
+          gather_into(rows, keys, ids);
+          (void)index_scores(query(q.t), weight(q.t), rows.view, scores);
+        };
+        q.seeds_scored = dosa_seeds::seeds_top_k(seeds, bounds, k, score, q.chosen);
+      }
       q.tau = q.chosen.back().first;  // the K-th best seed score
-      q.screen = prepare(query(q.t), weight(q.t), dim, plans[q.t]);
     });
   };
   // The group's chunks starting before `until`, each for the members still paid
   // that stand at its start.
   const auto screen = [&](std::span<Member> group, std::size_t until) {
-    std::size_t widest = 0;  // screens padded to one width with zero heads (exact zeros)
-    for (const Member& q : group) widest = std::max(widest, q.screen.weights.size());
     for (std::size_t first = 0, n = 0; first < std::min(until, others.size()); first += n) {
       n = std::min(first == 0 ? kProbe : kScreenBlock, others.size() - first);
       std::vector<Member*> active;
-      std::vector<float> sq, sw;
-      for (Member& q : group) {
-        if (!q.paid || q.screened != first) continue;
-        active.push_back(&q);
-        sq.insert(sq.end(), q.screen.queries.begin(), q.screen.queries.end());
-        sq.resize(active.size() * widest * dim, 0.0f);
-        sw.insert(sw.end(), q.screen.weights.begin(), q.screen.weights.end());
-        sw.resize(active.size() * widest, 0.0f);
-      }
+      for (Member& q : group)
+        if (q.paid && q.screened == first) active.push_back(&q);
       if (active.empty()) continue;
+      stack_screens(active);
       const auto ids = std::span<const std::int32_t>(others).subspan(first, n);
       gather_into(chunk, keys, ids);
       const auto chunk_norms = norms_of(chunk.view, first, n);
@@ -207,7 +225,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
         }
         if (!q.judged && q.screened >= kProbe) {
           q.judged = true;
-          q.paid = pays(q.t, double(q.survivors.size()) / double(q.screened));
+          q.paid = cost.pays(q.t, double(q.survivors.size()) / double(q.screened),
+                             double(q.seeds_scored));
         }
       });
     }
@@ -242,10 +261,10 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   std::vector<std::size_t> in_full;
   std::vector<Member> members;
   for (std::size_t t = 0; t < query_count; ++t)
-    if (count <= k || !pays(t, 0))
+    if (count <= k || !cost.pays_at_first(t))
       in_full.push_back(t);
     else
-      members.push_back({t});
+      members.push_back({t, cost.prunes_seeds(t)});
   if (!members.empty()) {
     // the first query's first chunk alone, as the batch's probe: if its screen does
     // not pay, nor do the others' (their seeds are not scored for nothing); if it

@@ -23,6 +23,13 @@ inline std::atomic<std::size_t>& thread_limit() {
   return limit;
 }
 
+// Whether this thread runs a share of a threaded for_each_row: a call made there
+// stays on it (the cores are taken already; starting threads would only contend).
+inline bool& inside_threaded_row() {
+  thread_local bool inside = false;
+  return inside;
+}
+
 template <class RowFn>
 void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {
   // hardware_concurrency() reads /sys on every call: once is enough.
@@ -31,11 +38,15 @@ void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {
   const std::size_t threads = std::min(
       {hw, rows,
        rows * elements_per_row / std::max<std::size_t>(1, parallel_threshold().load()) + 1});
-  if (threads <= 1) {
+  if (threads <= 1 || inside_threaded_row()) {
     for (std::size_t r = 0; r < rows; ++r) fn(r);
     return;
   }
   const auto part = [&](std::size_t t) {
+    struct Share {  // reset however the share ends (the calling thread goes on)
+      Share() { inside_threaded_row() = true; }
+      ~Share() { inside_threaded_row() = false; }
+    } share;
     for (std::size_t r = rows * t / threads; r < rows * (t + 1) / threads; ++r) fn(r);
   };
   // the calling thread takes the first part: one thread start fewer a call
