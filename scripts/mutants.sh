@@ -141,7 +141,7 @@ mutant dosa cpu-merge-ties-to-the-higher-id impl/cpu/dosa_seeds.hpp \
 mutant dosa cpu-cold-prior-counts-a-representative-twice impl/cpu/dosa_plan.cpp \
   's|    if (t == last) continue;||'
 mutant dosa cpu-group-member-bounded-against-the-first-tau impl/cpu/dosa.cpp \
-  's|, chunk_norms\[i\], scale) >= double(q.tau))|, chunk_norms[i], scale) >= double(members[0].tau))|'
+  's|, chunk_norms\[i\], scale) >= double(q.tau))|, chunk_norms[i], scale) >= double(active[0]->tau))|'
 mutant dosa cpu-screened-key-named-by-its-place impl/cpu/dosa.cpp \
   's|q.survivors.push_back(ids\[i\]);|q.survivors.push_back(std::int32_t(first + i));|'
 mutant dosa cpu-norm-drops-a-partial-sum impl/dosa_screen.hpp \
