@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
                 unsigned per_batch, Layout<F> lay, unsigned long long* verdict, double* out) {
   __shared__ alignas(16) std::byte images[kWarps][2][kChunkBytes];
   __shared__ E2m1Tables e2m1;
-  if constexpr (!Layout<F>::e4m3) fill_e2m1_tables(e2m1);
+  if constexpr (!Layout<F>::e4m3) fill_e2m1_pairs(e2m1);
   __syncthreads();
   auto& image = images[threadIdx.x / 32];
   constexpr bool index = Layout<F>::index;

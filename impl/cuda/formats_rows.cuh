@@ -240,15 +240,21 @@ struct E2m1Tables {
   std::uint8_t code[3][256];
   float2 pair[256];
 };
-__device__ inline void fill_e2m1_tables(E2m1Tables& t) {
+// Each side fills the tables it reads, a block at a time: the codes' three
+// software conversions from double a byte would double the work of a read-side
+// block of eight items.
+__device__ inline void fill_e2m1_codes(E2m1Tables& t) {
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) {
     const double a = value_of(Element::E4M3, std::uint8_t(i));
     const double at[3] = {a, a + 0x1p-12, a - 0x1p-12};  // a itself: -0 + 0 would be +0
     for (int d = 0; d < 3; ++d)
       t.code[d][i] = __nv_cvt_double_to_fp4(at[d], __NV_E2M1, cudaRoundNearest);
+  }
+}
+__device__ inline void fill_e2m1_pairs(E2m1Tables& t) {
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x)
     t.pair[i] =
         __half22float2(__half2(__nv_cvt_fp4x2_to_halfraw2(__nv_fp4x2_storage_t(i), __NV_E2M1)));
-  }
 }
 // Two E2M1 codes in a byte (the first in the low nibble) for q.x, q.y.
 __device__ inline std::uint8_t e2m1_pair(const float2& q, const E2m1Tables& t) {

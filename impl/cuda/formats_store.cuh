@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
   extern __shared__ float4 staged_all[];
   __shared__ E2m1Tables e2m1;
-  if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_tables(e2m1);
+  if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_codes(e2m1);
   __syncthreads();
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float4* staged = staged_all + warp * stages * kStagedQuads;
