@@ -94,6 +94,7 @@ struct DosaStats {
   std::size_t screened = 0;      // keys bounded (neither seeds nor fully scored)
   std::size_t survivors = 0;     // of those, bounded at or above tau: scored
   std::size_t full_queries = 0;  // queries scored in full (nothing to prune, or it did not pay)
+  std::size_t seeds_scored = 0;  // seeds scored for the pruned queries (all, or those bounds keep)
 };
 
 struct DosaOptions {

@@ -151,11 +151,14 @@ int timing(const std::string& workload, std::size_t only_keys) {
         std::printf(
             "dosa cpu %s L %6zu, T %zu, H %zu, D %zu, K %zu, %5zu seeds, budget %zu: full %.3f s, "
             "pruned %.3f s, full / pruned %.2fx; survivors %.2f%% of %zu screened, %zu of %zu "
-            "queries in full; lanes %s\n",
+            "queries in full, %.1f seeds scored a pruned query; lanes %s\n",
             parallel ? "parallel heads" : "default       ", keys, p.queries, p.heads, p.dim, k,
             seed_count, budget, full[1], pruned[1], full[1] / pruned[1],
             100 * double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened)),
-            stats.screened, stats.full_queries, p.queries, got == want ? "identical" : "DIFFER");
+            stats.screened, stats.full_queries, p.queries,
+            double(stats.seeds_scored) /
+                double(std::max<std::size_t>(1, p.queries - stats.full_queries)),
+            got == want ? "identical" : "DIFFER");
       }
     }
   return ok ? 0 : 1;

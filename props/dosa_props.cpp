@@ -139,7 +139,13 @@ AETHER_PROP(DosaCpu, the_pruned_topk_is_full_scorings_bit_for_bit, "L3", ()) {
         V(out.begin() + std::ptrdiff_t(t * c.k), out.begin() + std::ptrdiff_t((t + 1) * c.k)) ==
         cpu_full_topk(q, c.weights, c.stored(), c.key_count(), c.k));
   }
+  // every pruned query scores at least K of its seeds and at most all of them
+  const std::size_t pruned = queries_count - stats.full_queries;
+  RC_ASSERT(stats.seeds_scored >= pruned * std::min(c.k, c.seeds.size()));
+  RC_ASSERT(stats.seeds_scored <= pruned * c.seeds.size());
   RC_TAG(stats.full_queries == queries_count ? "every query scored in full" : "some query pruned");
+  RC_TAG(stats.seeds_scored < pruned * c.seeds.size() ? "some seeds left unscored"
+                                                      : "every seed scored");
 }
 
 // L1 on the integer grid, where every float operation is exact: the CPU's plan rule

@@ -242,6 +242,7 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       }
       local.screened += q.screened;
       local.survivors += q.survivors.size();
+      local.seeds_scored += q.seeds_scored;
     }
     for_each_row(group.size(), 2 * k, [&](std::size_t m) {
       Member& q = group[m];

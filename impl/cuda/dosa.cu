@@ -223,6 +223,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
     if (auto st = rank_rows(); !st.ok()) return st;
   }
   local.screened = n * (count - seed_count);
+  local.seeds_scored = n * seed_count;
   for (std::int32_t c : host_counts) local.survivors += std::size_t(c);
   if (stats != nullptr) *stats = local;
   return Ok{};
