@@ -150,28 +150,28 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     for_each_row(group.size(), heads * dim, [&](std::size_t m) {
       group[m].screen = prepare(query(group[m].t), weight(group[m].t), dim, plans[group[m].t]);
     });
-    std::vector<Member*> in_full, pruned;
+    std::vector<Member*> scoring_all, screening;
     std::vector<std::size_t> row(group.size());  // a member's row in its call's output
     for (std::size_t m = 0; m < group.size(); ++m) {
-      auto& list = group[m].prunes_seeds ? pruned : in_full;
+      auto& list = group[m].prunes_seeds ? screening : scoring_all;
       row[m] = list.size();
       list.push_back(&group[m]);
     }
-    if (!in_full.empty()) {
+    if (!scoring_all.empty()) {
       std::vector<float> group_queries, group_weights;
-      for (const Member* q : in_full) {
+      for (const Member* q : scoring_all) {
         group_queries.insert(group_queries.end(), query(q->t).begin(), query(q->t).end());
         group_weights.insert(group_weights.end(), weight(q->t).begin(), weight(q->t).end());
       }
-      seed_scores.resize(in_full.size() * seeds.size());
-      (void)index_scores_batch(group_queries, group_weights, in_full.size(), seed_rows.view,
+      seed_scores.resize(scoring_all.size() * seeds.size());
+      (void)index_scores_batch(group_queries, group_weights, scoring_all.size(), seed_rows.view,
                                seed_scores);
     }
-    if (!pruned.empty()) {
+    if (!screening.empty()) {
       if (seed_norms.empty()) seed_norms = key_norms(seed_rows.view, seeds.size());
-      stack_screens(pruned);
-      p.resize(pruned.size() * seeds.size());
-      (void)index_scores_batch(sq, sw, pruned.size(), seed_rows.view, p);
+      stack_screens(screening);
+      p.resize(screening.size() * seeds.size());
+      (void)index_scores_batch(sq, sw, screening.size(), seed_rows.view, p);
     }
     for_each_row(group.size(), seeds.size() + heads * dim, [&](std::size_t m) {
       Member& q = group[m];
