@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
 shift || true
-only=" ${*:-witness indexer paging compress dosa sharing formats} "
+only=" ${*:-witness indexer paging compress dosa sharing formats parallel} "
 stage=${AETHER_MUTANT_STAGE:-}
 check_only=${AETHER_MUTANT_CHECK:-}
 names=${AETHER_MUTANT_NAMES:-.}
@@ -211,6 +211,13 @@ cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh
   's|  p.stored = p.row < b.count \&\& lay.inside(p.slot);|  p.stored = p.row < b.count \&\& (p.slot == -1 \|\| lay.inside(p.slot));|'
 cuda_mutant formats cuda-group-amax-from-one-half impl/cuda/formats_store.cuh \
   's|bits = max(bits, __shfl_xor_sync(kAll, bits, 1));|bits = max(bits, 0u);|'
+
+# parallel (impl/cpu/parallel.hpp): a share given every thread, not its part; a
+# share's count left set on the calling thread after the call
+mutant parallel share-given-every-thread impl/cpu/parallel.hpp \
+  's|    } share(std::max<std::size_t>(1, hw / threads));|    } share(hw);|'
+mutant parallel share-not-restored impl/cpu/parallel.hpp \
+  's|      ~Share() { threads_of_this_share() = outer; }|      ~Share() {}|'
 
 # sharing: refinement checked the wrong way round, a source's ownership not
 # required, the YOCO boundary ignored, a setting left out of the match, a shared

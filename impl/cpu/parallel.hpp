@@ -23,30 +23,33 @@ inline std::atomic<std::size_t>& thread_limit() {
   return limit;
 }
 
-// Whether this thread runs a share of a threaded for_each_row: a call made there
-// stays on it (the cores are taken already; starting threads would only contend).
-inline bool& inside_threaded_row() {
-  thread_local bool inside = false;
-  return inside;
+// The threads a for_each_row on this thread may use: 0 for every one allowed, or,
+// inside a share of a threaded for_each_row, that share's part of them (the other
+// shares' threads hold the rest: starting more would only contend for cores).
+inline std::size_t& threads_of_this_share() {
+  thread_local std::size_t threads = 0;
+  return threads;
 }
 
 template <class RowFn>
 void for_each_row(std::size_t rows, std::size_t elements_per_row, RowFn&& fn) {
   // hardware_concurrency() reads /sys on every call: once is enough.
   static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t hw = thread_limit().load() != 0 ? thread_limit().load() : cores;
+  const std::size_t allowed = thread_limit().load() != 0 ? thread_limit().load() : cores;
+  const std::size_t hw = threads_of_this_share() != 0 ? threads_of_this_share() : allowed;
   const std::size_t threads = std::min(
       {hw, rows,
        rows * elements_per_row / std::max<std::size_t>(1, parallel_threshold().load()) + 1});
-  if (threads <= 1 || inside_threaded_row()) {
+  if (threads <= 1) {
     for (std::size_t r = 0; r < rows; ++r) fn(r);
     return;
   }
   const auto part = [&](std::size_t t) {
-    struct Share {  // reset however the share ends (the calling thread goes on)
-      Share() { inside_threaded_row() = true; }
-      ~Share() { inside_threaded_row() = false; }
-    } share;
+    struct Share {  // restored however the share ends (the calling thread goes on)
+      std::size_t outer = threads_of_this_share();
+      explicit Share(std::size_t mine) { threads_of_this_share() = mine; }
+      ~Share() { threads_of_this_share() = outer; }
+    } share(std::max<std::size_t>(1, hw / threads));
     for (std::size_t r = rows * t / threads; r < rows * (t + 1) / threads; ++r) fn(r);
   };
   // the calling thread takes the first part: one thread start fewer a call
