@@ -101,10 +101,9 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
 // The read side's grid: a batch is one item's rows (one row from D 512 up, four
 // at D 128), a warp each. Warps then hold neighbouring rows, so the output (8
 // bytes an element, most of the traffic) is written as one stream, and the
-// hardware deals the blocks out as SMs free up. Against the store's grid (each
-// warp writing its own run of up to 128 KiB), on the H200 at 65536 and 262144
-// rows: MainFp8 0.80 -> 0.88 and 0.92 of a copy, IndexFp4 0.72 -> 0.74 and 0.74
-// -> 0.83 (docs/performance.md).
+// hardware deals the blocks out as SMs free up. The store's grid (each warp
+// writing its own run of up to 128 KiB) reads at 0.80 of a copy's speed where
+// this one reads at 0.88 to 0.92 (MainFp8, H200, docs/performance.md).
 Grid gather_grid(std::size_t dim, std::size_t rows) {
   return grid_of(rows, unsigned(std::clamp<std::size_t>(fr::kChunk / dim, 1, 32)));
 }
