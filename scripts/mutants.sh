@@ -208,7 +208,7 @@ cuda_mutant formats cuda-e2m1-sides-swapped impl/cuda/formats_rows.cuh \
 cuda_mutant formats cuda-inverse-scale-one-power-off impl/cuda/formats_store.cuh \
   's|unsigned(254 - scale) << 23|unsigned(253 - scale) << 23|'
 cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh \
-  's|  p.stored = p.row < b.count \&\& lay.inside(p.slot);|  p.stored = p.row < b.count \&\& (p.slot == -1 \|\| lay.inside(p.slot));|'
+  's|  p.stored = p.row < b.count \&\& lay.inside(slot);|  p.stored = p.row < b.count \&\& (slot == -1 \|\| lay.inside(slot));|'
 cuda_mutant formats cuda-group-amax-from-one-half impl/cuda/formats_store.cuh \
   's|bits = max(bits, __shfl_xor_sync(kAll, bits, 1));|bits = max(bits, 0u);|'
 

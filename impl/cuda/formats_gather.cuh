@@ -65,7 +65,7 @@ __device__ inline void place_scales(std::uint8_t scale, unsigned size, std::byte
 // decode to zeros from their zeroed image; a refused row's values are unspecified.
 template <CacheFormat F>
 __device__ void decode_item(const std::byte* image, const Batch& b, unsigned t,
-                            const Layout<F>& lay, const E2m1Tables& e2m1,
+                            const Layout<F>& lay, const E2m1Pairs& e2m1,
                             unsigned long long* verdict, double* out) {
   using L = Layout<F>;
   constexpr unsigned kPairs = kChunk / 64;  // a lane's pairs in an item
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
     gather_rows(const std::byte* cache, const std::int32_t* slots, std::size_t m,
                 unsigned per_batch, Layout<F> lay, unsigned long long* verdict, double* out) {
   __shared__ alignas(16) std::byte images[kWarps][2][kChunkBytes];
-  __shared__ E2m1Tables e2m1;
+  __shared__ E2m1Pairs e2m1;
   if constexpr (!Layout<F>::e4m3) fill_e2m1_pairs(e2m1);
   __syncthreads();
   auto& image = images[threadIdx.x / 32];

@@ -162,17 +162,16 @@ __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
 // kChunk / 16 rows).
 inline constexpr unsigned kLaneElems = kChunk / 32;
 struct LanePart {
-  unsigned row;       // in the batch
-  std::size_t at;     // the first element's place in its row
-  std::int32_t slot;  // the row's
+  unsigned row;    // in the batch
+  std::size_t at;  // the first element's place in its row
   bool stored;
   std::size_t data = 0, scales = 0;  // IndexFp4: where the row's sections start (Batch)
 };
 template <CacheFormat F>
 __device__ void settle(LanePart& p, const Batch& b, const Layout<F>& lay) {
   const int source = int(p.row < 32 ? p.row : 31);  // past the batch: any lane
-  p.slot = __shfl_sync(kAll, b.slot, source);
-  p.stored = p.row < b.count && lay.inside(p.slot);
+  const std::int32_t slot = __shfl_sync(kAll, b.slot, source);
+  p.stored = p.row < b.count && lay.inside(slot);
   if constexpr (Layout<F>::index) {
     p.data = __shfl_sync(kAll, (unsigned long long)b.data, source);
     p.scales = __shfl_sync(kAll, (unsigned long long)b.scales, source);
@@ -181,7 +180,7 @@ __device__ void settle(LanePart& p, const Batch& b, const Layout<F>& lay) {
 template <CacheFormat F>
 __device__ LanePart first_lane_part(const Batch& b, const Layout<F>& lay) {
   const std::size_t f = kLaneElems * (threadIdx.x % 32);
-  LanePart p{unsigned(quotient(f, b.dim)), 0, -1, false};
+  LanePart p{unsigned(quotient(f, b.dim)), 0, false};
   p.at = f - p.row * b.dim;
   settle(p, b, lay);
   return p;
@@ -235,15 +234,17 @@ __device__ void for_each_row_part(const Batch& b, unsigned t, const LanePart& p,
 // does, such as a +- 2^-12 (E4M3's smallest gap is 2^-9): code[0][a], code[1][a]
 // (q above a) or code[2][a] (q below), each cuda_fp4.h's conversion of that value.
 // A zero a keeps q's sign: -tiny lies below -0 and converts as -2^-12, to -0.
-// Decoding: pair[b], the values of byte b's two codes (low nibble first).
-struct E2m1Tables {
-  std::uint8_t code[3][256];
-  float2 pair[256];
-};
-// Each side fills the tables it reads, a block at a time: the codes' three
+// Decoding: pair[b], the values of byte b's two codes (low nibble first). Each
+// side holds and fills only its own table, a block at a time: the codes' three
 // software conversions from double a byte would double the work of a read-side
 // block of eight items.
-__device__ inline void fill_e2m1_codes(E2m1Tables& t) {
+struct E2m1Codes {
+  std::uint8_t code[3][256];
+};
+struct E2m1Pairs {
+  float2 pair[256];
+};
+__device__ inline void fill_e2m1_codes(E2m1Codes& t) {
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) {
     const double a = value_of(Element::E4M3, std::uint8_t(i));
     const double at[3] = {a, a + 0x1p-12, a - 0x1p-12};  // a itself: -0 + 0 would be +0
@@ -251,13 +252,13 @@ __device__ inline void fill_e2m1_codes(E2m1Tables& t) {
       t.code[d][i] = __nv_cvt_double_to_fp4(at[d], __NV_E2M1, cudaRoundNearest);
   }
 }
-__device__ inline void fill_e2m1_pairs(E2m1Tables& t) {
+__device__ inline void fill_e2m1_pairs(E2m1Pairs& t) {
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x)
     t.pair[i] =
         __half22float2(__half2(__nv_cvt_fp4x2_to_halfraw2(__nv_fp4x2_storage_t(i), __NV_E2M1)));
 }
 // Two E2M1 codes in a byte (the first in the low nibble) for q.x, q.y.
-__device__ inline std::uint8_t e2m1_pair(const float2& q, const E2m1Tables& t) {
+__device__ inline std::uint8_t e2m1_pair(const float2& q, const E2m1Codes& t) {
   const unsigned a = __nv_cvt_float2_to_fp8x2(q, __NV_SATFINITE, __NV_E4M3);
   const float2 v = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(a, __NV_E4M3)));
   const auto side = [](float q, float v) { return q == v ? 0 : q > v ? 1 : 2; };

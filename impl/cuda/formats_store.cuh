@@ -79,7 +79,7 @@ __device__ inline void refuse_nonfinite(const float (&x)[kLaneElems], std::size_
 // codes. Otherwise each value is divided by the scale in double, as on the CPU.
 template <CacheFormat F, bool Fast>
 __device__ void encode_lane(const float (&x)[kLaneElems], std::uint8_t scale,
-                            RoundingProfile profile, const E2m1Tables& e2m1,
+                            RoundingProfile profile, const E2m1Codes& e2m1,
                             unsigned (&codes)[kLaneElems / 4]) {
   using L = Layout<F>;
   std::uint8_t c[kLaneElems] = {};
@@ -123,7 +123,7 @@ __device__ void encode_lane(const float (&x)[kLaneElems], std::uint8_t scale,
 // words.
 template <CacheFormat F, bool Fast>
 __device__ void store_item(const float4* stage, const LanePart& p, const Batch& b, unsigned t,
-                           const Layout<F>& lay, RoundingProfile profile, const E2m1Tables& e2m1,
+                           const Layout<F>& lay, RoundingProfile profile, const E2m1Codes& e2m1,
                            std::byte* image, unsigned long long* verdict, std::byte* cache) {
   using L = Layout<F>;
   static_assert(L::group == kLaneElems || L::group == 2 * kLaneElems);
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   constexpr unsigned stages = store_stages(Layout<F>::e4m3, Fast);
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
   extern __shared__ float4 staged_all[];
-  __shared__ E2m1Tables e2m1;
+  __shared__ E2m1Codes e2m1;
   if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_codes(e2m1);
   __syncthreads();
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
