@@ -111,6 +111,18 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   };
   const auto query = [&](std::size_t t) { return queries.subspan(t * heads * dim, heads * dim); };
   const auto weight = [&](std::size_t t) { return weights.subspan(t * heads, heads); };
+  // Queries `ts` scored in full over the n keys of `rows` in one batched call (each
+  // tile decoded once for all of them), into out [|ts|, n].
+  const auto score_in_full = [&](std::span<const std::size_t> ts, const IndexKeys& rows,
+                                 std::size_t n, std::vector<float>& out) {
+    std::vector<float> q, w;
+    for (std::size_t t : ts) {
+      q.insert(q.end(), query(t).begin(), query(t).end());
+      w.insert(w.end(), weight(t).begin(), weight(t).end());
+    }
+    out.resize(ts.size() * n);
+    (void)index_scores_batch(q, w, ts.size(), rows, out);
+  };
   const dosa_cost::CostRule cost{plans,        heads, count,
                                  seeds.size(), k,     options.fall_back_when_unpaid};
   // A query's state through the screen. Its chunks of `others` (kProbe keys, then
@@ -150,23 +162,19 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     for_each_row(group.size(), heads * dim, [&](std::size_t m) {
       group[m].screen = prepare(query(group[m].t), weight(group[m].t), dim, plans[group[m].t]);
     });
-    std::vector<Member*> scoring_all, screening;
+    std::vector<std::size_t> scoring_all;  // their queries
+    std::vector<Member*> screening;
     std::vector<std::size_t> row(group.size());  // a member's row in its call's output
     for (std::size_t m = 0; m < group.size(); ++m) {
-      auto& list = group[m].prunes_seeds ? screening : scoring_all;
-      row[m] = list.size();
-      list.push_back(&group[m]);
-    }
-    if (!scoring_all.empty()) {
-      std::vector<float> group_queries, group_weights;
-      for (const Member* q : scoring_all) {
-        group_queries.insert(group_queries.end(), query(q->t).begin(), query(q->t).end());
-        group_weights.insert(group_weights.end(), weight(q->t).begin(), weight(q->t).end());
+      if (group[m].prunes_seeds) {
+        row[m] = screening.size();
+        screening.push_back(&group[m]);
+      } else {
+        row[m] = scoring_all.size();
+        scoring_all.push_back(group[m].t);
       }
-      seed_scores.resize(scoring_all.size() * seeds.size());
-      (void)index_scores_batch(group_queries, group_weights, scoring_all.size(), seed_rows.view,
-                               seed_scores);
     }
+    if (!scoring_all.empty()) score_in_full(scoring_all, seed_rows.view, seeds.size(), seed_scores);
     if (!screening.empty()) {
       if (seed_norms.empty()) seed_norms = key_norms(seed_rows.view, seeds.size());
       stack_screens(screening);
@@ -282,12 +290,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     }
   }
   if (!in_full.empty()) {  // scored in full, together
-    std::vector<float> full_queries, full_weights, scores(in_full.size() * count);
-    for (std::size_t t : in_full) {
-      full_queries.insert(full_queries.end(), query(t).begin(), query(t).end());
-      full_weights.insert(full_weights.end(), weight(t).begin(), weight(t).end());
-    }
-    (void)index_scores_batch(full_queries, full_weights, in_full.size(), keys, scores);
+    std::vector<float> scores;
+    score_in_full(in_full, keys, count, scores);
     for (std::size_t i = 0; i < in_full.size(); ++i)
       (void)valid_prefix_topk(std::span(scores).subspan(i * count, count), count,
                               std::vector<std::int32_t>{std::int32_t(count)}, k,
