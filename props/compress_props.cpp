@@ -10,10 +10,10 @@
 
 #include "impl/cpu/compress.hpp"
 #include "impl/cpu/dispatch.hpp"
-#include "impl/cpu/parallel.hpp"
 #include "model/compress.hpp"
 #include "props/support/compare.hpp"
 #include "props/support/compress_gen.hpp"
+#include "props/support/cpu_threads.hpp"
 #include "props/support/property.hpp"
 
 namespace aether {
@@ -172,8 +172,7 @@ AETHER_PROP(CompressCpu, any_verify_schedule_gives_the_same_bits_as_the_accepted
 // One CPU call on a copy of the batch's ring, with `threads` threads and the AVX2 +
 // FMA build allowed or not: (accepted, ring, rows, indices, positions).
 auto cpu_run(const props::BatchCall& c, std::size_t threads, bool simd) {
-  cpu::thread_limit() = threads;
-  cpu::parallel_threshold() = 1;
+  const props::ForcedThreads forced(threads);
   cpu::simd_allowed() = simd;
   std::vector<float> ring = c.ring;
   std::vector<std::uint16_t> rows(c.rows * c.shape.dim);
@@ -181,8 +180,6 @@ auto cpu_run(const props::BatchCall& c, std::size_t threads, bool simd) {
   const auto backend = props::cpu_compress_backend();
   const auto st = (c.decode ? backend.decode : backend.prefill)(c.requests, c.projected, ring,
                                                                 c.shape, rows, index, positions);
-  cpu::thread_limit() = 0;
-  cpu::parallel_threshold() = std::size_t(1) << 17;
   cpu::simd_allowed() = true;
   return std::tuple(st.ok(), ring, rows, index, positions);
 }
