@@ -173,18 +173,17 @@ DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weigh
   for (std::uint32_t h = 0; h < heads; ++h) {
     if (kept[h]) continue;
     if (weights[h] > 0) {
+      // the anchor whose best nonnegative multiple removes most: [q_h.q_j]_+² / ||q_j||²
       DosaAnchor best{h, kNoAnchor, 0};
-      Rational best_residual = norm_sq(q[h]);
+      Rational best_removed = 0;
       for (std::uint32_t j : plan.retained) {
         const Rational nj = norm_sq(q[j]);
         if (nj == 0) continue;
         Rational qhqj = 0;
         for (std::size_t d = 0; d < dim; ++d) qhqj += q[h][d] * q[j][d];
-        const float beta = float_below(relu(qhqj) / nj);
-        std::vector<Rational> r = q[h];
-        for (std::size_t d = 0; d < dim; ++d) r[d] -= exact(beta) * q[j][d];
-        if (best.anchor == kNoAnchor || norm_sq(r) < best_residual)
-          best = {h, j, beta}, best_residual = norm_sq(r);
+        const Rational removed = relu(qhqj) * relu(qhqj) / nj;
+        if (best.anchor == kNoAnchor || removed > best_removed)
+          best = {h, j, float_below(relu(qhqj) / nj)}, best_removed = removed;
       }
       plan.anchors.push_back(best);
     } else if (weights[h] < 0 && samples > 0) {

@@ -111,11 +111,13 @@ mutant witness impl-keep-equal-refused impl/witness_refusals.hpp \
 # the gathered chunk, a key's norm short of one partial sum, the probe's first chunk
 # screened again when it joins the batch, the seeds' second round skipped (those the
 # first round's K-th score does not rule out left unscored), a seed bounded exactly at
-# that score left out
+# that score left out, the plan rule's anchor ties given to the higher head
 mutant dosa model-threshold-one-rank-high model/dosa.cpp \
   's|  return sorted\[k - 1\];|  return sorted[k > 1 ? k - 2 : 0];|'
 mutant dosa cpu-threshold-one-rank-high impl/cpu/dosa.cpp \
   's|      q.tau = q.chosen.back().first;  // the K-th best seed score|      q.tau = q.chosen[k > 1 ? k - 2 : 0].first;|'
+mutant dosa cpu-anchor-tie-to-the-higher-head impl/cpu/dosa_plan.cpp \
+  's|p \* p \* best_n > best_p \* best_p \* nj|p * p * best_n >= best_p * best_p * nj|'
 mutant dosa model-residual-halved model/dosa.cpp \
   's|    c += exact(weights\[a.head\]) \* upper_sqrt(norm_sq(d));|    c += exact(weights[a.head]) * upper_sqrt(norm_sq(d) / 4);|'
 mutant dosa cpu-residual-dropped impl/dosa_screen.hpp \

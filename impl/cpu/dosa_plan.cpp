@@ -136,18 +136,14 @@ DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weigh
   for (std::uint32_t h = 0; h < heads; ++h) {
     if (kept[h]) continue;
     if (weights[h] > 0) {
+      // the greatest p²/n, compared as p² n' > p'² n (exact on the integer grid)
       DosaAnchor best{h, kNoAnchor, 0};
-      double best_residual = dot(row(h), row(h));
+      double best_p = 0, best_n = 1;
       for (std::uint32_t j : plan.retained) {
         const double nj = dot(row(j), row(j)), p = std::max(0.0, dot(row(h), row(j)));
         if (nj == 0) continue;
-        const float beta = beta_below(p, nj);
-        double r = 0;
-        for (std::size_t i = 0; i < dim; ++i) {
-          const double x = double(row(h)[i]) - double(beta) * double(row(j)[i]);
-          r += x * x;
-        }
-        if (best.anchor == kNoAnchor || r < best_residual) best = {h, j, beta}, best_residual = r;
+        if (best.anchor == kNoAnchor || p * p * best_n > best_p * best_p * nj)
+          best = {h, j, beta_below(p, nj)}, best_p = p, best_n = nj;
       }
       // Further anchors, one at a time (nonnegative matching pursuit): the retained
       // head whose nonnegative multiple removes most of what is left.
