@@ -48,9 +48,9 @@ Status<DosaError> check_plan(std::span<const float> weights, const DosaPlan& pla
 // lower head), ascending. Each omitted head of positive weight: the retained anchor
 // j whose best nonnegative multiple removes most of q_h, the greatest
 // [q_h.q_j]_+² / ||q_j||² (ties to the lower j; kNoAnchor when no retained head has
-// q_j != 0), with beta = [q_h.q_j]_+ / ||q_j||² rounded down to a float. Aggregated: the omitted heads of negative weight active
-// (q_h.k > 0) on at least half of the sample keys (source 001 §3.2: a heuristic,
-// sound whatever it picks).
+// q_j != 0), with beta = [q_h.q_j]_+ / ||q_j||² rounded down to a float. Aggregated: the omitted
+// heads of negative weight active (q_h.k > 0) on at least half of the sample keys (source 001 §3.2:
+// a heuristic, sound whatever it picks).
 DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weights, std::size_t dim,
                     std::size_t budget, std::span<const Rational> sample_keys);
 
