@@ -12,7 +12,7 @@
 
 #include "model/paging.hpp"
 #include "props/support/compare.hpp"
-#include "props/support/indexer_backends.hpp"
+#include "props/support/paging_backends.hpp"
 
 namespace {
 

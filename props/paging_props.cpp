@@ -6,8 +6,8 @@
 
 #include "model/paging.hpp"
 #include "props/support/compare.hpp"
-#include "props/support/indexer_backends.hpp"
-#include "props/support/indexer_gen.hpp"
+#include "props/support/paging_backends.hpp"
+#include "props/support/paging_gen.hpp"
 #include "props/support/property.hpp"
 
 namespace aether {

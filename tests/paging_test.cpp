@@ -6,7 +6,7 @@
 
 #include "impl/cpu/paging.hpp"
 #include "model/paging.hpp"
-#include "props/support/indexer_backends.hpp"
+#include "props/support/paging_backends.hpp"
 #include "props/support/property.hpp"
 
 namespace aether {

@@ -15,6 +15,8 @@
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
 #include "props/support/model_adapter.hpp"
+#include "props/support/paging_backends.hpp"
+#include "props/support/paging_gen.hpp"
 #include "props/support/property.hpp"
 #include "props/support/sharing_gen.hpp"
 #include "props/support/witness_backends.hpp"

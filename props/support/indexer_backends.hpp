@@ -1,6 +1,6 @@
 // Every indexer-selection backend behind one host-memory interface (see
-// witness_backends.hpp): the model adapter and the CPU; CUDA joins when its
-// kernels land. Users add their own by filling in an IndexerBackend.
+// witness_backends.hpp): the model adapter and the CPU, and CUDA's top-k and scorer
+// behind host buffers. Users add their own by filling in an IndexerBackend.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "api/indexer.hpp"
-#include "api/paging.hpp"
 
 namespace aether::props {
 
@@ -35,19 +34,6 @@ struct IndexerBackend {
   std::function<Status<IndexerError>(std::span<const std::int32_t> rows, std::int32_t offset,
                                      std::span<std::int32_t> out)>
       offset;
-};
-
-struct PagingBackend {
-  std::string name;
-  std::function<Status<PagingError>(
-      std::span<const std::int32_t> rows, std::size_t k, std::span<const std::int32_t> valid_counts,
-      std::span<const std::int32_t> block_tables, std::size_t blocks_per_request,
-      std::int64_t block_tokens, std::int64_t ratio, std::span<std::int32_t> out)>
-      slots;
-  decltype(slots) masked;  // the masked conversion (model::paged_slots_masked), the same signature
-  // A call refused for its data (RowOutsideTable, BadBlock) leaves out untouched:
-  // the model and the CPU; CUDA's one pass leaves it unspecified (SPEC section 3).
-  bool transactional = true;
 };
 
 IndexerBackend model_indexer_backend();
@@ -76,13 +62,6 @@ Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,
                                        std::span<const float> weights, std::size_t query_count,
                                        const IndexKeys& keys, std::span<float> out);
 
-PagingBackend cuda_paging_backend();  // host buffers staged; in place stays in place
-// enqueue_paged_slots and its device verdict, rows and out 4 bytes off alignment
-PagingBackend cuda_queued_paging_backend();
 #endif
-
-PagingBackend model_paging_backend();
-PagingBackend cpu_paging_backend();
-std::vector<PagingBackend> all_paging_backends();
 
 }  // namespace aether::props

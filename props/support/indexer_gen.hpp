@@ -1,5 +1,5 @@
-// Reusable RapidCheck generators for the indexer's selection path and paged
-// slots. Adversarial by construction: valid lengths at 0, 1, tile edges
+// Reusable RapidCheck generators for the indexer's selection path and its
+// scorer. Adversarial by construction: valid lengths at 0, 1, tile edges
 // and up to 131072; all scores equal; many ties at the cutoff; plateaus of exact
 // zeros from the ReLU (with fewer positives than K in long rows); half a row on one
 // value; scores offset far from zero (+100, -10000: one exponent, shared top bits);
@@ -44,20 +44,6 @@ struct CandidateCall {
 };
 void showValue(const CandidateCall& call, std::ostream& os);
 
-// A batched paged-slot conversion.
-struct PagingCall {
-  std::vector<std::int32_t> rows;  // [requests, k]
-  std::size_t k = 0;
-  std::vector<std::int32_t> valid_counts;
-  std::vector<std::int32_t> block_tables;  // [requests, blocks_per_request]
-  std::size_t blocks_per_request = 0;
-  std::int64_t block_tokens = 0, ratio = 1;
-  // How much longer (or shorter) than rows the output buffer is: 0 when well formed.
-  std::ptrdiff_t out_delta = 0;
-  std::size_t out_len() const { return off_by(rows.size(), out_delta); }
-};
-void showValue(const PagingCall& call, std::ostream& os);
-
 // One scorer call: queries [H, D], weights [H], keys stored in `format`.
 struct ScoreCall {
   std::vector<float> queries, weights;
@@ -100,9 +86,5 @@ rc::Gen<TopkCall> gen_wide_topk_call();
 // Refusals included: in one call in four, one or more of a bad block, NaN inside a
 // candidate, a row shorter than its end, outputs of the wrong length.
 rc::Gen<CandidateCall> gen_candidate_call();
-// Refusals included: bad lanes and geometry now and then, and in one call in four
-// one or more shape faults (a lane or table entry too many or too few, an output
-// of the wrong length) on top.
-rc::Gen<PagingCall> gen_paging_call();
 
 }  // namespace aether::props
