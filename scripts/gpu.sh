@@ -55,6 +55,7 @@ for c in witness indexer paging compress compress_cuda dosa dosa_cuda formats_cu
 done
 checked witness step witness_props "$build/props/witness_props"
 checked indexer step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
+checked indexer step indexer_scores_props "$build/props/indexer_scores_props" --gtest_filter='IndexerCuda.*'
 checked paging step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
 checked dosa_cuda step dosa_cuda_props "$build/props/dosa_cuda_props"
 step formats_props "$build/props/formats_props" --gtest_filter='FormatsCuda.*' || failed_tests+="formats "
@@ -75,6 +76,7 @@ for tool in ${AETHER_SANITIZE_TOOLS:-memcheck initcheck racecheck synccheck}; do
   audit witness witness_props "$build/props/witness_props" 'WitnessCuda.*'
   audit indexer indexer_test "$build/tests/indexer_test" 'IndexerCuda.*'
   audit indexer indexer_props "$build/props/indexer_props" 'IndexerCuda.*'
+  audit indexer indexer_scores_props "$build/props/indexer_scores_props" 'IndexerCuda.*'
   audit paging paging_test "$build/tests/paging_test" '*/cuda*'
   audit paging paging_props "$build/props/paging_props" 'PagingCuda.*'
   audit compress compress_test "$build/tests/compress_test" '*/cuda*'

@@ -14,6 +14,7 @@
 #include "props/support/formats_gen.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
+#include "props/support/indexer_scores_gen.hpp"
 #include "props/support/model_adapter.hpp"
 #include "props/support/paging_backends.hpp"
 #include "props/support/paging_gen.hpp"

@@ -6,7 +6,6 @@
 #include <limits>
 #include <numeric>
 #include <random>
-#include <tuple>
 
 #include "impl/cuda/indexer_read_once.hpp"
 #include "props/support/compare.hpp"
@@ -28,125 +27,6 @@ void showValue(const CandidateCall& c, std::ostream& os) {
      << (c.out_delta ? ", out_delta=" + std::to_string(c.out_delta) : std::string())
      << ", retained=" << show_span(std::span<const I>(c.retained_blocks))
      << ", row=" << show_span(std::span<const float>(c.row), 96) << "}";
-}
-
-void showValue(const ScoreCall& c, std::ostream& os) {
-  static const char* names[] = {"F32", "BF16", "E4M3"};
-  os << "ScoreCall{format=" << names[int(c.format)] << ", H=" << c.weights.size() << ", D=" << c.dim
-     << ", L=" << c.rows() << ", weights=" << show_span(std::span<const float>(c.weights))
-     << ", queries=" << show_span(std::span<const float>(c.queries), 64)
-     << ", key bytes=" << c.key_bytes.size() << "}";
-}
-
-namespace {
-struct Shape {
-  std::size_t heads, dim, rows;
-};
-
-rc::Gen<Shape> gen_score_shape() {
-  return gen::weightedOneOf<Shape>({
-      {20, gen::apply(
-               [](std::size_t h, std::size_t d, std::size_t l) {
-                 return Shape{h, d, l};
-               },
-               gen::inRange<std::size_t>(0, 6), gen::inRange<std::size_t>(0, 10),
-               gen::inRange<std::size_t>(0, 24))},
-      {4, gen::apply(
-              [](std::size_t h, std::size_t d, std::size_t l) {
-                return Shape{h, d, l};
-              },
-              gen::element<std::size_t>(4, 8, 9), gen::element<std::size_t>(15, 16, 17, 31, 32, 33),
-              gen::inRange<std::size_t>(0, 40))},
-      {1, gen::apply(
-              [](std::size_t l) {
-                return Shape{64, 128, l};
-              },
-              gen::inRange<std::size_t>(0, 3))},
-  });
-}
-
-void append(std::vector<std::byte>& bytes, const void* p, std::size_t n) {
-  const auto* b = static_cast<const std::byte*>(p);
-  bytes.insert(bytes.end(), b, b + n);
-}
-
-// Stores key values (already representable in `format`) and, for E4M3, the scale.
-void store_row(ScoreCall& c, const std::vector<float>& values, std::uint8_t* e4m3, float scale) {
-  for (std::size_t d = 0; d < values.size(); ++d) {
-    if (c.format == KeyFormat::F32) append(c.key_bytes, &values[d], 4);
-    if (c.format == KeyFormat::BF16) {
-      const auto half = std::uint16_t(std::bit_cast<std::uint32_t>(values[d]) >> 16);
-      append(c.key_bytes, &half, 2);
-    }
-    if (c.format == KeyFormat::E4M3) append(c.key_bytes, &e4m3[d], 1);
-  }
-  if (c.format == KeyFormat::E4M3) append(c.key_bytes, &scale, 4);
-}
-
-// E4M3 byte of a small integer |v| <= 15 (exact there).
-std::uint8_t e4m3_of_int(int v) {
-  const int a = std::abs(v);
-  std::uint8_t byte = 0;
-  if (a != 0) {
-    int e = 0;
-    while ((2 << e) <= a) ++e;                    // 2^e <= a < 2^(e+1)
-    const int m = (a - (1 << e)) * 8 / (1 << e);  // exact for a <= 15
-    byte = std::uint8_t(((e + 7) << 3) | m);
-  }
-  return v < 0 ? std::uint8_t(byte | 0x80) : byte;
-}
-}  // namespace
-
-rc::Gen<ScoreCall> gen_grid_score_call() {
-  return gen::exec([] {
-    ScoreCall c;
-    const Shape s = *gen_score_shape();
-    c.dim = s.dim;
-    c.format = *gen::element(KeyFormat::F32, KeyFormat::BF16, KeyFormat::E4M3);
-    const auto small = [](int lo, int hi) {
-      return gen::map(gen::inRange(lo, hi + 1), [](int x) { return float(x); });
-    };
-    c.queries = *gen::container<std::vector<float>>(s.heads * s.dim, small(-8, 8));
-    c.weights = *gen::container<std::vector<float>>(s.heads, small(-4, 4));
-    for (std::size_t j = 0; j < s.rows; ++j) {
-      const auto ints = *gen::container<std::vector<int>>(s.dim, gen::inRange(-15, 16));
-      std::vector<float> values(ints.begin(), ints.end());
-      std::vector<std::uint8_t> bytes;
-      for (int v : ints) bytes.push_back(e4m3_of_int(v));
-      store_row(c, values, bytes.data(), std::ldexp(1.0f, *gen::inRange(-4, 5)));
-    }
-    return c;
-  });
-}
-
-rc::Gen<ScoreCall> gen_float_score_call() {
-  return gen::exec([] {
-    ScoreCall c;
-    const Shape s = *gen_score_shape();
-    c.dim = s.dim;
-    c.format = *gen::element(KeyFormat::F32, KeyFormat::BF16, KeyFormat::E4M3);
-    const auto real = gen::map(gen::tuple(gen::inRange(-20, 21), gen::arbitrary<std::uint32_t>()),
-                               [](std::tuple<int, std::uint32_t> t) {
-                                 const auto [e, bits] = t;
-                                 const float mantissa =
-                                     std::bit_cast<float>((bits & 0x807fffffu) | 0x3f800000u);
-                                 return std::ldexp(mantissa, e);  // ±[1, 2) 2^e
-                               });
-    c.queries = *gen::container<std::vector<float>>(s.heads * s.dim, real);
-    c.weights = *gen::container<std::vector<float>>(s.heads, real);
-    for (std::size_t j = 0; j < s.rows; ++j) {
-      auto values = *gen::container<std::vector<float>>(s.dim, real);
-      if (c.format == KeyFormat::BF16)  // keep what bf16 stores
-        for (float& v : values)
-          v = std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) & 0xffff0000u);
-      auto bytes = *gen::container<std::vector<std::uint8_t>>(
-          s.dim, gen::suchThat(gen::arbitrary<std::uint8_t>(),
-                               [](std::uint8_t b) { return (b & 0x7f) != 0x7f; }));
-      store_row(c, values, bytes.data(),
-                std::ldexp(1.0f + float(*gen::inRange(0, 8)) / 8, *gen::inRange(-10, 11)));
-    }
-    return c;
-  });
 }
 
 rc::Gen<std::size_t> gen_valid_length() {
