@@ -26,6 +26,9 @@ enum class ScaleKind : std::uint8_t { UE8M0, E4M3 };
 // ties to the smaller magnitude, saturating, NaN to +0 (a public reference FP4
 // quantizer's rule), so that a user can name the rule their quantizer follows.
 enum class RoundingProfile : std::uint8_t { Cuda, TiesTowardZero };
+inline std::ostream& operator<<(std::ostream& os, RoundingProfile p) {
+  return os << (p == RoundingProfile::Cuda ? "Cuda" : "TiesTowardZero");
+}
 
 // A cache format's groups: `group` elements share one scale.
 struct GroupFormat {

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "model/formats.hpp"
+#include "props/support/agreement.hpp"
 #if defined(AETHER_HAVE_FP_CONVERSIONS)
 #include "impl/cpu/formats.hpp"
 #include "impl/formats_codes.hpp"
@@ -104,6 +105,28 @@ TEST(Formats, e2m1_values_ties_and_profiles) {
   EXPECT_EQ(model::encode_nan(Element::E2M1, kCuda), 7);            // CUDA: +max
   EXPECT_EQ(model::encode_nan(Element::E2M1, kTowardZero), 0);      // the reference: +0
   EXPECT_EQ(model::encode_nan(Element::E4M3, kCuda), 0x7f);
+}
+
+// Which rule a quantizer followed, from its output on one row: a group with amax 6
+// (scale 1) holding the ties 3.5 and 0.75, where the profiles part; a row without a
+// tie follows both; a code matching neither, none.
+TEST(Formats, profiles_followed_names_the_rule_a_row_was_quantized_by) {
+  const auto m = CacheFormat::IndexFp4;
+  F row(32, 0.0f);
+  row[0] = 6, row[1] = 3.5f, row[2] = 0.75f;
+  const auto even = model::quantize_row(m, row, kCuda).value();
+  const auto toward_zero = model::quantize_row(m, row, kTowardZero).value();
+  EXPECT_EQ(even.codes[1], 6);
+  EXPECT_EQ(toward_zero.codes[1], 5);
+  using P = std::vector<RoundingProfile>;
+  EXPECT_EQ(props::profiles_followed(m, row, even), P{kCuda});
+  EXPECT_EQ(props::profiles_followed(m, row, toward_zero), P{kTowardZero});
+  auto neither = even;
+  neither.codes[2] = 3;  // 1.5 for 0.75
+  EXPECT_EQ(props::profiles_followed(m, row, neither), P{});
+  row[1] = row[2] = 1;
+  EXPECT_EQ(props::profiles_followed(m, row, model::quantize_row(m, row, kCuda).value()),
+            (P{kCuda, kTowardZero}));
 }
 
 // UE8M0: the smallest power of two at least amax / max. At amax / 448 = 2^-3 exactly

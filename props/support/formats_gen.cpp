@@ -11,8 +11,11 @@ namespace aether::props {
 using namespace rc;
 
 void showValue(const FormatsCase& c, std::ostream& os) {
-  os << "format " << int(c.format) << ", profile " << int(c.profile) << ", row";
+  static const char* formats[] = {"MainFp8", "MainFp4", "IndexFp4", "IndexFp8"};
+  const auto precision = os.precision(9);  // every float's digits
+  os << "format " << formats[int(c.format)] << ", profile " << c.profile << ", row";
   for (float x : c.row) os << " " << x;
+  os.precision(precision);
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // "Their" kernels, written outside aether, checked by aether's properties: a
-// witness merge and a valid-prefix top-k, each in a right and a deliberately
-// wrong variant. run.sh expects the right ones to pass and the wrong ones to be
-// caught with a counterexample and a replay line (docs/using-aether.md).
+// witness merge, a valid-prefix top-k and an IndexFp4 quantizer, each in a right
+// and a deliberately wrong variant. run.sh expects the right ones to pass and the
+// wrong ones to be caught with a counterexample and a replay line, and the wrong
+// quantizer to pass under the profile it does follow (docs/using-aether.md).
 #include <aether/props.hpp>
 
 #include <algorithm>
@@ -81,6 +82,51 @@ Status<IndexerError> their_topk(std::span<const float> scores, std::size_t width
   return aether::Ok{};
 }
 
+// An IndexFp4 quantizer written from docs/formats.md: per group of 32 the scale
+// 2^e, e the least with 6 2^e >= max(amax, 1e-4) (compared exactly: 6 2^e is a
+// float), UE8M0 byte e + 127; each x / 2^e (exact) to the nearest E2M1 value of
+// its sign, ties to the even code. The wrong variant breaks ties toward zero, the
+// rule of a public reference quantizer.
+template <bool TiesTowardZero>
+aether::Result<aether::QuantizedRow, aether::FormatsError> their_fp4_quantizer(
+    aether::CacheFormat format, std::span<const float> row) {
+  namespace fe = aether::formats_error;
+  if (format != aether::CacheFormat::IndexFp4) return fe::UnsupportedFormat{format};
+  if (row.size() % 32 != 0) return fe::ShapeMismatch{row.size() / 32 * 32, row.size()};
+  for (std::size_t i = 0; i < row.size(); ++i)
+    if (!std::isfinite(row[i])) return fe::NonFiniteInput{i};
+  static constexpr float kValues[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  aether::QuantizedRow q;
+  for (std::size_t g = 0; g < row.size() / 32; ++g) {
+    float amax = 1e-4f;
+    for (std::size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(row[g * 32 + i]));
+    int e = std::ilogb(amax / 6) - 1;
+    while (std::ldexp(6.0f, e) < amax) ++e;
+    q.scales.push_back(std::uint8_t(e + 127));
+    for (std::size_t i = 0; i < 32; ++i) {
+      const float x = row[g * 32 + i], v = std::fabs(std::ldexp(x, -e));
+      std::uint8_t code = 7;
+      for (std::uint8_t c = 0; c < 7; ++c) {
+        const float mid = (kValues[c] + kValues[c + 1]) / 2;
+        if (v < mid || (v == mid && (TiesTowardZero || c % 2 == 0))) {
+          code = c;
+          break;
+        }
+      }
+      q.codes.push_back(std::uint8_t(code | (std::signbit(x) ? 8 : 0)));
+    }
+  }
+  return q;
+}
+
+// The formats generator's rows (ties, saturation, scale boundaries, faults) in the
+// one format the quantizer takes.
+aether::props::FormatsCase index_fp4_row() {
+  return *rc::gen::suchThat(aether::props::gen_faulty_formats_row(), [](const auto& c) {
+    return c.format == aether::CacheFormat::IndexFp4;
+  });
+}
+
 template <bool Wrong>
 aether::props::WitnessBackend their_witness_backend() {
   aether::props::WitnessBackend b;
@@ -108,4 +154,21 @@ AETHER_PROP(TheirTopk, agrees_with_the_model, "L0", ()) {
 AETHER_PROP(TheirHigherIndexTieTopk, agrees_with_the_model, "L0", ()) {
   aether::props::check_topk_agreement(their_topk<true>, *aether::props::gen_any_topk_call(),
                                       "their higher-index-tie topk");
+}
+
+AETHER_PROP(TheirFp4Quantizer, agrees_with_the_model, "L0", ()) {
+  aether::props::check_quantizer_agreement(their_fp4_quantizer<false>, index_fp4_row(),
+                                           aether::RoundingProfile::Cuda, "their fp4 quantizer");
+}
+
+AETHER_PROP(TheirTowardZeroFp4Quantizer, agrees_with_the_model, "L0", ()) {
+  aether::props::check_quantizer_agreement(their_fp4_quantizer<true>, index_fp4_row(),
+                                           aether::RoundingProfile::Cuda,
+                                           "their toward-zero fp4 quantizer");
+}
+
+AETHER_PROP(TheirTowardZeroFp4Quantizer, follows_ties_toward_zero, "L0", ()) {
+  aether::props::check_quantizer_agreement(their_fp4_quantizer<true>, index_fp4_row(),
+                                           aether::RoundingProfile::TiesTowardZero,
+                                           "their toward-zero fp4 quantizer");
 }

@@ -32,17 +32,22 @@ set +e
 RC_PARAMS="max_success=2000" "$work/build/consumer_props" >"$work/props.log" 2>&1
 rc=$?
 set -e
-verdict() { grep -c "^\[ *$1 *\] $2.agrees_with_the_model" "$work/props.log" || true; }
-if [ $rc -eq 0 ] || [ "$(verdict OK TheirMerge)" != 1 ] || [ "$(verdict OK TheirTopk)" != 1 ] ||
-   [ "$(verdict FAILED TheirFloorEdgeMerge)" != 2 ] ||
-   [ "$(verdict FAILED TheirHigherIndexTieTopk)" != 2 ] ||
-   [ "$(grep -c '^replay: ' "$work/props.log")" != 2 ]; then
+verdict() { grep -c "^\[ *$1 *\] $2\( \|$\)" "$work/props.log" || true; }
+agrees() { verdict "$1" "$2.agrees_with_the_model"; }
+if [ $rc -eq 0 ] || [ "$(agrees OK TheirMerge)" != 1 ] || [ "$(agrees OK TheirTopk)" != 1 ] ||
+   [ "$(agrees OK TheirFp4Quantizer)" != 1 ] ||
+   [ "$(verdict OK TheirTowardZeroFp4Quantizer.follows_ties_toward_zero)" != 1 ] ||
+   [ "$(agrees FAILED TheirFloorEdgeMerge)" != 2 ] ||
+   [ "$(agrees FAILED TheirHigherIndexTieTopk)" != 2 ] ||
+   [ "$(agrees FAILED TheirTowardZeroFp4Quantizer)" != 2 ] ||
+   [ "$(grep -c '^replay: ' "$work/props.log")" != 3 ]; then
   echo "consumer: the external kernels were not judged as expected (exit $rc)"
   cat "$work/props.log"
   exit 1
 fi
-echo "consumer: right external kernels pass; both wrong ones caught:"
-grep -A14 "^\[ RUN .*Their\(FloorEdgeMerge\|HigherIndexTieTopk\)" "$work/props.log" | grep -v "^\[ RUN"
+echo "consumer: right external kernels pass; the three wrong ones caught:"
+grep -A14 "^\[ RUN .*Their\(FloorEdgeMerge\|HigherIndexTieTopk\|TowardZeroFp4Quantizer\).agrees" \
+  "$work/props.log" | grep -v "^\[ RUN"
 
 step cmake -S "$source" -B "$work/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DAETHER_BUILD_TESTING=OFF -DAETHER_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
