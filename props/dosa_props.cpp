@@ -8,6 +8,7 @@
 #include "impl/cpu/indexer.hpp"
 #include "model/dosa.hpp"
 #include "model/indexer.hpp"
+#include "props/support/agreement.hpp"
 #include "props/support/cpu_threads.hpp"
 #include "props/support/dosa_gen.hpp"
 #include "props/support/property.hpp"
@@ -161,12 +162,13 @@ AETHER_PROP(DosaCpu, agrees_with_the_model_on_the_grid, "L1", ()) {
       sample_keys.push_back(model::exact(c.keys[std::size_t(s) * c.dim + d]));
   const DosaPlan plan = cpu::plan_heads(c.queries, c.weights, c.stored(), budget, sample);
   RC_ASSERT(plan == model::plan_heads(c.queries, c.weights, c.dim, budget, sample_keys));
-  V out(c.k, 77);
   const std::vector<DosaPlan> plans{plan};
-  RC_ASSERT(cpu::dosa_topk(c.queries, c.weights, 1, c.stored(), c.k, c.seeds, plans, out,
-                           cpu::DosaOptions{false})
-                .ok());
-  RC_ASSERT(out == model::dosa_topk(c.queries, c.weights, c.stored(), c.k, c.seeds, plan).value());
+  props::check_pruned_topk_agreement(
+      [&](auto query, auto weights, const IndexKeys& keys, std::size_t k, auto seeds, auto out) {
+        return cpu::dosa_topk(query, weights, 1, keys, k, seeds, plans, out,
+                              cpu::DosaOptions{false});
+      },
+      c, "cpu");
 }
 
 // L1 on the grid: the CPU's cold prior (representatives scored by the scorer and

@@ -2,11 +2,13 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <span>
 #include <sstream>
 #include <vector>
 
+#include "model/dosa.hpp"
 #include "model/formats.hpp"
 #include "model/indexer.hpp"
 #include "model/witness.hpp"
@@ -104,6 +106,38 @@ void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const Topk
       !scores_shape_refused)
     want = indexer_output_refusal(c.ends.size() * c.k, out.size());
   if (auto d = differential_report<I>(want, got, before, out, name); !d.empty()) RC_FAIL(d);
+}
+
+void check_pruned_topk_agreement(const PrunedTopk& pruned, const DosaCall& c,
+                                 const std::string& name) {
+  if (!c.grid) RC_FAIL(name + ": check_pruned_topk_agreement takes calls on the integer grid");
+  const V before(c.k, 0x5a5a5a5a);
+  Guarded<I> guarded(before, 0x6b6b6b6b);
+  const auto got = pruned(c.queries, c.weights, c.stored(), c.k, c.seeds, guarded.span());
+  if (auto d = guarded.overrun(name); !d.empty()) RC_FAIL(d);
+  const V out = guarded.values();
+  const auto want = model::dosa_topk(c.queries, c.weights, c.stored(), c.k, c.seeds, c.plan);
+  const std::string d = differential_report<I>(want, got, before, out, name);
+  if (d.empty()) return;
+  std::ostringstream os;
+  os << d;
+  if (want.ok() && got.ok()) {  // each id on one side only, with its exact score
+    const auto scores = model::index_scores(c.queries, c.weights, c.stored()).value();
+    std::vector<model::Rational> seed_scores;
+    for (I s : c.seeds) seed_scores.push_back(scores[std::size_t(s)]);
+    if (c.seeds.size() >= c.k && c.k > 0)
+      os << "\n  tau (the K-th best seed score) " << model::seed_threshold(seed_scores, c.k).str();
+    const auto only = [&](const V& a, const V& b, const char* side) {
+      for (I id : a)
+        if (id >= 0 && std::size_t(id) < scores.size() && std::ranges::find(b, id) == b.end())
+          os << "\n  id " << id << " only in the " << side << " lanes: score "
+             << scores[std::size_t(id)].str()
+             << (std::ranges::find(c.seeds, id) != c.seeds.end() ? " (a seed)" : "");
+    };
+    only(want.value(), out, "expected");
+    only(out, want.value(), "actual");
+  }
+  RC_FAIL(os.str());
 }
 
 std::vector<RoundingProfile> profiles_followed(CacheFormat format, std::span<const float> row,

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "api/dosa.hpp"
 #include "api/formats.hpp"
+#include "props/support/dosa_gen.hpp"
 #include "props/support/formats_gen.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
@@ -32,6 +34,23 @@ enum class OutputCheck { Last, BeforeData };
 // `topk` (an IndexerBackend::topk) against model::valid_prefix_topk on call `c`.
 void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const TopkCall& c,
                           const std::string& name, OutputCheck output_check = OutputCheck::Last);
+
+// A pruned indexer top-k under test (DoSA, or any scheme that skips scoring):
+// one query [H, D] with weights [H] against stored keys, K lanes into out (ids
+// ascending, -1 padded, as the indexer's top-k gives them), from the seeds given;
+// heads, anchors and thresholds are its own business.
+using PrunedTopk = std::function<Status<DosaError>(
+    std::span<const float> query, std::span<const float> weights, const IndexKeys& keys,
+    std::size_t k, std::span<const std::int32_t> seeds, std::span<std::int32_t> out)>;
+
+// `pruned` against full scoring's top-K on a well-formed call on the integer grid
+// (props::gen_dosa_call with `grid`: every float sum exact, so the exact top-K is
+// the one any float full scoring gives; a call off the grid fails the check). The
+// lanes compared with model::dosa_topk's, nothing written past them; a difference
+// lists the lanes and, for each id one side has and the other lacks, its exact
+// score beside tau (the K-th best seed score).
+void check_pruned_topk_agreement(const PrunedTopk& pruned, const DosaCall& c,
+                                 const std::string& name);
 
 // A row quantizer under test: one row of `format`, group by group.
 using Quantizer =

@@ -1,5 +1,6 @@
 // "Their" kernels, written outside aether, checked by aether's properties: a
-// witness merge, a valid-prefix top-k and an IndexFp4 quantizer, each in a right
+// witness merge, a valid-prefix top-k, an IndexFp4 quantizer and a pruned top-k
+// (seeds, a threshold, survivors), each in a right
 // and a deliberately wrong variant. run.sh expects the right ones to pass and the
 // wrong ones to be caught with a counterexample and a replay line, and the wrong
 // quantizer to pass under the profile it does follow (docs/using-aether.md).
@@ -119,6 +120,59 @@ aether::Result<aether::QuantizedRow, aether::FormatsError> their_fp4_quantizer(
   return q;
 }
 
+// A pruned top-k written from docs/dosa.md, with the plainest sound bound (each
+// key's own score, fp32 keys only): tau is the K-th best seed score; the seeds' top
+// K and the other keys scoring at least tau are merged in the total order. The
+// wrong variant keeps only the keys scoring above tau, the off-by-one the source
+// warns of (a key tied with tau at a lower id than a seed's is lost).
+template <bool DropsTiesAtTau>
+Status<aether::DosaError> their_pruned_topk(std::span<const float> query,
+                                            std::span<const float> weights,
+                                            const aether::IndexKeys& keys, std::size_t k,
+                                            std::span<const std::int32_t> seeds,
+                                            std::span<std::int32_t> out) {
+  if (k == 0) return aether::Ok{};  // no lane, and no K-th seed for tau
+  const std::size_t dim = keys.dim, heads = weights.size();
+  const std::size_t count = dim ? keys.bytes.size() / (4 * dim) : 0;
+  const auto* values = reinterpret_cast<const float*>(keys.bytes.data());
+  std::vector<float> score(count, 0.0f);
+  for (std::size_t j = 0; j < count; ++j)
+    for (std::size_t h = 0; h < heads; ++h) {
+      float dot = 0;
+      for (std::size_t d = 0; d < dim; ++d) dot += query[h * dim + d] * values[j * dim + d];
+      score[j] += weights[h] * std::max(dot, 0.0f);
+    }
+  const auto before = [&](std::int32_t a, std::int32_t b) {
+    return score[a] > score[b] || (score[a] == score[b] && a < b);
+  };
+  std::vector<std::int32_t> chosen(seeds.begin(), seeds.end());
+  if (count > k) {
+    std::sort(chosen.begin(), chosen.end(), before);
+    chosen.resize(k);
+    const float tau = score[chosen.back()];
+    for (std::size_t j = 0; j < count; ++j)
+      if (std::find(seeds.begin(), seeds.end(), std::int32_t(j)) == seeds.end() &&
+          (DropsTiesAtTau ? score[j] > tau : score[j] >= tau))
+        chosen.push_back(std::int32_t(j));
+  } else {
+    chosen.resize(count);
+    std::iota(chosen.begin(), chosen.end(), 0);
+  }
+  std::sort(chosen.begin(), chosen.end(), before);
+  chosen.resize(std::min(k, chosen.size()));
+  std::sort(chosen.begin(), chosen.end());
+  std::fill(out.begin(), out.end(), -1);
+  std::copy(chosen.begin(), chosen.end(), out.begin());
+  return aether::Ok{};
+}
+
+// Well-formed calls on the integer grid with fp32 keys, the ones the kernel takes.
+aether::props::DosaCall grid_dosa_call() {
+  return *rc::gen::suchThat(aether::props::gen_dosa_call(), [](const auto& c) {
+    return c.grid && c.format == aether::KeyFormat::F32;
+  });
+}
+
 // The formats generator's rows (ties, saturation, scale boundaries, faults) in the
 // one format the quantizer takes.
 aether::props::FormatsCase index_fp4_row() {
@@ -171,4 +225,14 @@ AETHER_PROP(TheirTowardZeroFp4Quantizer, follows_ties_toward_zero, "L0", ()) {
   aether::props::check_quantizer_agreement(their_fp4_quantizer<true>, index_fp4_row(),
                                            aether::RoundingProfile::TiesTowardZero,
                                            "their toward-zero fp4 quantizer");
+}
+
+AETHER_PROP(TheirPrunedTopk, agrees_with_the_model, "L0", ()) {
+  aether::props::check_pruned_topk_agreement(their_pruned_topk<false>, grid_dosa_call(),
+                                             "their pruned topk");
+}
+
+AETHER_PROP(TheirTauDroppingPrunedTopk, agrees_with_the_model, "L0", ()) {
+  aether::props::check_pruned_topk_agreement(their_pruned_topk<true>, grid_dosa_call(),
+                                             "their tau-dropping pruned topk");
 }

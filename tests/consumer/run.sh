@@ -35,19 +35,20 @@ set -e
 verdict() { grep -c "^\[ *$1 *\] $2\( \|$\)" "$work/props.log" || true; }
 agrees() { verdict "$1" "$2.agrees_with_the_model"; }
 if [ $rc -eq 0 ] || [ "$(agrees OK TheirMerge)" != 1 ] || [ "$(agrees OK TheirTopk)" != 1 ] ||
-   [ "$(agrees OK TheirFp4Quantizer)" != 1 ] ||
+   [ "$(agrees OK TheirFp4Quantizer)" != 1 ] || [ "$(agrees OK TheirPrunedTopk)" != 1 ] ||
    [ "$(verdict OK TheirTowardZeroFp4Quantizer.follows_ties_toward_zero)" != 1 ] ||
    [ "$(agrees FAILED TheirFloorEdgeMerge)" != 2 ] ||
    [ "$(agrees FAILED TheirHigherIndexTieTopk)" != 2 ] ||
    [ "$(agrees FAILED TheirTowardZeroFp4Quantizer)" != 2 ] ||
-   [ "$(grep -c '^replay: ' "$work/props.log")" != 3 ]; then
+   [ "$(agrees FAILED TheirTauDroppingPrunedTopk)" != 2 ] ||
+   [ "$(grep -c '^replay: ' "$work/props.log")" != 4 ]; then
   echo "consumer: the external kernels were not judged as expected (exit $rc)"
   cat "$work/props.log"
   exit 1
 fi
-echo "consumer: right external kernels pass; the three wrong ones caught:"
-grep -A14 "^\[ RUN .*Their\(FloorEdgeMerge\|HigherIndexTieTopk\|TowardZeroFp4Quantizer\).agrees" \
-  "$work/props.log" | grep -v "^\[ RUN"
+echo "consumer: right external kernels pass; the four wrong ones caught:"
+awk '/^\[ RUN .*Their(FloorEdgeMerge|HigherIndexTieTopk|TowardZeroFp4Quantizer|TauDroppingPrunedTopk)\.agrees/ {on = 1; next}
+     on {print} /^\[ *FAILED *\]/ {on = 0}' "$work/props.log"
 
 step cmake -S "$source" -B "$work/lib" -G Ninja -DCMAKE_BUILD_TYPE=Release \
      -DAETHER_BUILD_TESTING=OFF -DAETHER_CUDA=OFF -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON \
