@@ -57,59 +57,6 @@ AETHER_PROP(Formats, index_sections_place_every_row_once, "model", ()) {
   for (int u : used) RC_ASSERT(u == 1);
 }
 
-// The store given again with what a caller fixes after a refusal: NaN/inf stored
-// as 0, a slot outside the cache and every later row on a slot made placeholders.
-props::StoreCase repaired(props::StoreCase c) {
-  std::vector<bool> taken(c.cache.slots(), false);
-  for (std::size_t j = 0; j < c.slots.size(); ++j) {
-    auto& s = c.slots[j];
-    if (s < -1 || s >= std::int32_t(c.cache.slots()) || (s >= 0 && taken[std::size_t(s)])) s = -1;
-    if (s >= 0) taken[std::size_t(s)] = true;
-    for (std::size_t e = 0; e < c.cache.dim; ++e)
-      if (!std::isfinite(c.rows[j * c.cache.dim + e])) c.rows[j * c.cache.dim + e] = 0;
-  }
-  return c;
-}
-
-// L0 on the store and the read side of a backend: it writes the model's bytes and
-// nothing else, refuses what the model refuses, and gathers the model's values (or
-// refuses a never-stored slot's NaN codes as it does). After a refusal, a
-// transactional backend left the cache as it was; any other changed only the rows
-// at the call's own slots (model::slots_a_refused_store_may_change), and the fixed
-// store then leaves the cache it leaves without the refused call.
-template <class Store, class Gather>
-void check_store(const props::StoreCase& c, Store store, Gather gather, bool transactional) {
-  auto model_cache = c.before, cache = c.before;
-  const auto want = model::store_rows(c.cache, c.rows, c.slots, model_cache, c.profile);
-  const auto got = store(c, cache);
-  RC_TAG(want.ok() ? "stored" : "refused");
-  RC_ASSERT(want.ok() == got.ok());
-  if (!want.ok()) {
-    RC_ASSERT(got.error() == want.error());
-    if (transactional) RC_ASSERT(props::cache_report(c.cache, c.before, cache) == "");
-    RC_ASSERT(props::cache_report(c.cache, c.before, cache,
-                                  props::bytes_a_refused_store_may_change(c.cache, c.slots)) == "");
-    auto fixed = repaired(c);
-    auto without = c.before;
-    RC_ASSERT(store(fixed, cache).ok());
-    RC_ASSERT(store(fixed, without).ok());
-    RC_ASSERT(props::cache_report(c.cache, without, cache) == "");
-    return;
-  }
-  RC_ASSERT(props::cache_report(c.cache, model_cache, cache) == "");
-  const auto values = model::gather_rows(c.cache, model_cache, c.reads);
-  const auto doubles = gather(c, model_cache);
-  if (!values.ok()) RC_LOG() << "model: " << values.error() << "\n";
-  if (!doubles.ok()) RC_LOG() << "backend: " << doubles.error() << "\n";
-  RC_ASSERT(values.ok() == doubles.ok());
-  if (!values.ok()) {
-    RC_ASSERT(doubles.error() == values.error());
-    return;
-  }
-  for (std::size_t i = 0; i < values.value().size(); ++i)
-    RC_ASSERT(model::exact(doubles.value()[i]) == values.value()[i]);
-}
-
 #if defined(AETHER_HAVE_CUDA)
 // Every launch mode: waiting, queued, captured in a graph.
 AETHER_GPU_PROP(FormatsCuda, store_and_gather_equal_the_models, "L0", ()) {
@@ -117,15 +64,15 @@ AETHER_GPU_PROP(FormatsCuda, store_and_gather_equal_the_models, "L0", ()) {
   const props::Mode mode =
       *rc::gen::element(props::Mode::Waiting, props::Mode::Queued, props::Mode::Captured);
   RC_TAG(props::mode_name(mode));
-  check_store(
-      c,
-      [&](const props::StoreCase& c, auto& cache) {
-        return props::cuda_store_rows(c, cache, mode);
-      },
-      [&](const props::StoreCase& c, const auto& cache) {
-        return props::cuda_gather_rows(c, cache, mode);
-      },
-      false);
+  props::check_store_agreement({std::string("cuda ") + props::mode_name(mode),
+                                [&](const props::StoreCase& c, auto& cache) {
+                                  return props::cuda_store_rows(c, cache, mode);
+                                },
+                                [&](const props::StoreCase& c, const auto& cache) {
+                                  return props::cuda_gather_rows(c, cache, mode);
+                                },
+                                false},
+                               c);
 }
 #endif
 
@@ -156,15 +103,16 @@ AETHER_PROP(FormatsCpu, codes_and_scales_equal_the_models, "L0", ()) {
 // gathers its values.
 AETHER_PROP(FormatsCpu, store_and_gather_equal_the_models, "L0", ()) {
   const props::StoreCase c = *props::gen_store_case();
-  check_store(
-      c,
-      [](const props::StoreCase& c, std::vector<std::byte>& cache) {
-        return cpu::store_rows(c.cache, c.rows, c.slots, cache, c.profile);
-      },
-      [](const props::StoreCase& c, const std::vector<std::byte>& cache) {
-        return cpu::gather_rows(c.cache, cache, c.reads);
-      },
-      true);
+  props::check_store_agreement({"cpu",
+                                [](const props::StoreCase& c, std::vector<std::byte>& cache) {
+                                  return cpu::store_rows(c.cache, c.rows, c.slots, cache,
+                                                         c.profile);
+                                },
+                                [](const props::StoreCase& c, const std::vector<std::byte>& cache) {
+                                  return cpu::gather_rows(c.cache, cache, c.reads);
+                                },
+                                true},
+                               c);
 }
 
 AETHER_PROP(FormatsCpu, index_sections_equal_the_models, "L0", ()) {

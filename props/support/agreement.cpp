@@ -3,13 +3,11 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
-#include <iomanip>
 #include <span>
 #include <sstream>
 #include <vector>
 
 #include "model/dosa.hpp"
-#include "model/formats.hpp"
 #include "model/indexer.hpp"
 #include "model/witness.hpp"
 #include "props/support/compare.hpp"
@@ -25,14 +23,6 @@ WitnessError witness_output_refusal(std::size_t expected, std::size_t actual) {
 }
 IndexerError indexer_output_refusal(std::size_t expected, std::size_t actual) {
   return indexer_error::ShapeMismatch{expected, actual};
-}
-
-// "0x0b (-3/2)": a code and its value
-std::string code_text(Element element, std::uint8_t code) {
-  std::ostringstream os;
-  os << "0x" << std::hex << std::setw(2) << std::setfill('0') << int(code) << std::dec << " ("
-     << model::element_value(element, code).str() << ")";
-  return os.str();
 }
 }  // namespace
 
@@ -136,72 +126,6 @@ void check_pruned_topk_agreement(const PrunedTopk& pruned, const DosaCall& c,
     };
     only(want.value(), out, "expected");
     only(out, want.value(), "actual");
-  }
-  RC_FAIL(os.str());
-}
-
-std::vector<RoundingProfile> profiles_followed(CacheFormat format, std::span<const float> row,
-                                               const QuantizedRow& got) {
-  std::vector<RoundingProfile> followed;
-  for (RoundingProfile p : {RoundingProfile::Cuda, RoundingProfile::TiesTowardZero})
-    if (const auto want = model::quantize_row(format, row, p); want.ok() && want.value() == got)
-      followed.push_back(p);
-  return followed;
-}
-
-void check_quantizer_agreement(const Quantizer& quantize, const FormatsCase& c,
-                               RoundingProfile profile, const std::string& name) {
-  const auto want = model::quantize_row(c.format, c.row, profile);
-  const auto got = quantize(c.format, c.row);
-  std::ostringstream os;
-  os << std::setprecision(9) << name << ", profile " << profile << ": ";
-  if (!want.ok() || !got.ok()) {
-    if (want.ok())
-      os << "refused with " << got.error() << ", the model accepts";
-    else if (got.ok())
-      os << "accepted, the model refuses with " << want.error();
-    else if (!(got.error() == want.error()))
-      os << "refused with " << got.error() << ", the model with " << want.error();
-    else
-      return;
-    RC_FAIL(os.str());
-  }
-  const QuantizedRow &w = want.value(), &g = got.value();
-  if (g == w) return;
-  if (g.codes.size() != w.codes.size() || g.scales.size() != w.scales.size()) {
-    os << g.codes.size() << " codes and " << g.scales.size() << " scales, the model's "
-       << w.codes.size() << " and " << w.scales.size();
-    RC_FAIL(os.str());
-  }
-  const GroupFormat f = group_format(c.format);
-  std::vector<std::size_t> codes, scales;  // the differing places
-  for (std::size_t i = 0; i < w.codes.size(); ++i)
-    if (g.codes[i] != w.codes[i]) codes.push_back(i);
-  for (std::size_t s = 0; s < w.scales.size(); ++s)
-    if (g.scales[s] != w.scales[s]) scales.push_back(s);
-  os << codes.size() << " of " << w.codes.size() << " codes and " << scales.size() << " of "
-     << w.scales.size() << " scales differ; the row follows ";
-  const auto followed = profiles_followed(c.format, c.row, g);
-  if (followed.empty()) os << "no named profile";
-  for (std::size_t i = 0; i < followed.size(); ++i) os << (i ? " and " : "") << followed[i];
-  for (std::size_t n = 0; n < std::min<std::size_t>(scales.size(), 4); ++n) {
-    const std::size_t s = scales[n];
-    os << "\n  scale [" << s << "] of elements [" << s * f.group << ", " << (s + 1) * f.group
-       << "): expected byte " << int(w.scales[s]) << " ("
-       << model::scale_value(f.scale, w.scales[s]).str() << "), actual " << int(g.scales[s]) << " ("
-       << model::scale_value(f.scale, g.scales[s]).str() << ")";
-  }
-  for (std::size_t n = 0; n < std::min<std::size_t>(codes.size(), 8); ++n) {
-    const std::size_t i = codes[n], group = i / f.group;
-    const model::Rational scale = model::scale_value(f.scale, w.scales[group]);
-    const model::Rational q = model::exact(c.row[i]) / scale;
-    os << "\n  code [" << i << "] (group " << group << "): x = " << c.row[i] << ", scale "
-       << scale.str() << ", x / scale = " << q.str() << ": expected "
-       << code_text(f.element, w.codes[i]) << ", actual " << code_text(f.element, g.codes[i]);
-    const model::Rational e = model::element_value(f.element, w.codes[i]),
-                          a = model::element_value(f.element, g.codes[i]);
-    if (g.scales[group] == w.scales[group] && e != a && abs(q - e) == abs(q - a))
-      os << " (a tie: x / scale is halfway between them)";
   }
   RC_FAIL(os.str());
 }

@@ -70,4 +70,25 @@ void check_quantizer_agreement(const Quantizer& quantize, const FormatsCase& c,
 std::vector<RoundingProfile> profiles_followed(CacheFormat format, std::span<const float> row,
                                                const QuantizedRow& got);
 
+// A store under test and its read side: case c's rows into `cache` at c.slots
+// under c.profile (model::store_rows's contract), and the rows at c.reads
+// dequantized (model::gather_rows's). A transactional store leaves the cache as it
+// was when it refuses; any store may change only the rows at its own slots
+// (SPEC section 3).
+struct StoreBackend {
+  std::string name;
+  std::function<Status<FormatsError>(const StoreCase& c, std::vector<std::byte>& cache)> store;
+  std::function<Result<std::vector<double>, FormatsError>(const StoreCase& c,
+                                                          const std::vector<std::byte>& cache)>
+      gather;
+  bool transactional = true;
+};
+
+// `b` against the model on case c: the refusal (variant and fields), the cache's
+// bytes (a difference named by slot and byte, cache_report), and on a refusal the
+// bytes it may change and that the repaired store (NaN/inf as 0, bad and repeated
+// slots as placeholders) then leaves the cache it leaves without the refused call;
+// the read side's values exactly, or its refusal.
+void check_store_agreement(const StoreBackend& b, const StoreCase& c);
+
 }  // namespace aether::props

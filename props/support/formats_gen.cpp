@@ -10,10 +10,16 @@ namespace aether::props {
 
 using namespace rc;
 
+namespace {
+const char* format_name(CacheFormat f) {
+  static const char* names[] = {"MainFp8", "MainFp4", "IndexFp4", "IndexFp8"};
+  return names[int(f)];
+}
+}  // namespace
+
 void showValue(const FormatsCase& c, std::ostream& os) {
-  static const char* formats[] = {"MainFp8", "MainFp4", "IndexFp4", "IndexFp8"};
   const auto precision = os.precision(9);  // every float's digits
-  os << "format " << formats[int(c.format)] << ", profile " << c.profile << ", row";
+  os << "format " << format_name(c.format) << ", profile " << c.profile << ", row";
   for (float x : c.row) os << " " << x;
   os.precision(precision);
 }
@@ -115,13 +121,16 @@ Gen<FormatsCase> gen_faulty_formats_row() {
 }
 
 void showValue(const StoreCase& c, std::ostream& os) {
-  os << "format " << int(c.cache.format) << ", D " << c.cache.dim << ", " << c.cache.rows_per_block
-     << " rows a block, " << c.cache.blocks << " blocks, profile " << int(c.profile) << "\nslots";
+  const auto precision = os.precision(9);  // every float's digits
+  os << "format " << format_name(c.cache.format) << ", D " << c.cache.dim << ", "
+     << c.cache.rows_per_block << " rows a block, " << c.cache.blocks << " blocks, profile "
+     << c.profile << "\nslots";
   for (auto s : c.slots) os << " " << s;
   os << "\nreads";
   for (auto s : c.reads) os << " " << s;
   os << "\nrows";
   for (float x : c.rows) os << " " << x;
+  os.precision(precision);
 }
 
 Gen<StoreCase> gen_store_case() {
