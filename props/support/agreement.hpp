@@ -1,9 +1,10 @@
-// The L0 differential checks of the property suites, reusable on any backend:
-// a user fills in a WitnessBackend or IndexerBackend, or hands a quantizer, with
-// their own kernel and runs these inside AETHER_PROP (docs/using-aether.md). Each runs one
-// generated call on the backend and on the model and fails the property (RC_FAIL) with the
-// comparison helper's report on any difference: the value, the error variant with
-// its details, or a byte of a refused call's output.
+// The L0 differential checks of the property suites, reusable on any backend: a
+// user fills in a WitnessBackend, IndexerBackend, PagingBackend or StoreBackend, or
+// hands a quantizer or a pruned top-k, with their own kernel and runs these inside
+// AETHER_PROP (docs/using-aether.md). Each runs one generated call on the backend
+// and on the model and fails the property (RC_FAIL) with the comparison helper's
+// report on any difference: the value, the error variant with its details, or a
+// byte of a refused call's output.
 #pragma once
 
 #include <functional>
@@ -17,6 +18,8 @@
 #include "props/support/formats_gen.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/indexer_gen.hpp"
+#include "props/support/paging_backends.hpp"
+#include "props/support/paging_gen.hpp"
 #include "props/support/witness_backends.hpp"
 #include "props/support/witness_gen.hpp"
 
@@ -34,6 +37,14 @@ enum class OutputCheck { Last, BeforeData };
 // `topk` (an IndexerBackend::topk) against model::valid_prefix_topk on call `c`.
 void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const TopkCall& c,
                           const std::string& name, OutputCheck output_check = OutputCheck::Last);
+
+// `backend`'s conversion (`masked`: its masked one) against model::paged_slots
+// (paged_slots_masked) on call c: the lanes, the refusal (variant and fields; the
+// output's length refused after the geometry and shapes, before any lane), out
+// untouched by a refusal unless the backend is not transactional (then, for a
+// refusal of the data, only the error is compared), nothing written past out, and
+// in place the same verdict and lanes as out of place.
+void check_paging_agreement(const PagingBackend& backend, const PagingCall& c, bool masked = false);
 
 // A pruned indexer top-k under test (DoSA, or any scheme that skips scoring):
 // one query [H, D] with weights [H] against stored keys, K lanes into out (ids
