@@ -1,10 +1,10 @@
 // The L0 differential checks of the property suites, reusable on any backend: a
-// user fills in a WitnessBackend, IndexerBackend, PagingBackend or StoreBackend, or
-// hands a quantizer or a pruned top-k, with their own kernel and runs these inside
-// AETHER_PROP (docs/using-aether.md). Each runs one generated call on the backend
-// and on the model and fails the property (RC_FAIL) with the comparison helper's
-// report on any difference: the value, the error variant with its details, or a
-// byte of a refused call's output.
+// user fills in a WitnessBackend, IndexerBackend, PagingBackend, CompressBackend or
+// StoreBackend, or hands a quantizer or a pruned top-k, with their own kernel and
+// runs these inside AETHER_PROP (docs/using-aether.md). Each runs one generated
+// call on the backend and on the model and fails the property (RC_FAIL) with the
+// comparison helper's report on any difference: the value, the error variant with
+// its details, or a byte of a refused call's output.
 #pragma once
 
 #include <functional>
@@ -14,6 +14,8 @@
 
 #include "api/dosa.hpp"
 #include "api/formats.hpp"
+#include "props/support/compress_backends.hpp"
+#include "props/support/compress_gen.hpp"
 #include "props/support/dosa_gen.hpp"
 #include "props/support/formats_gen.hpp"
 #include "props/support/indexer_backends.hpp"
@@ -45,6 +47,15 @@ void check_topk_agreement(const decltype(IndexerBackend::topk)& topk, const Topk
 // refusal of the data, only the error is compared), nothing written past out, and
 // in place the same verdict and lanes as out of place.
 void check_paging_agreement(const PagingBackend& backend, const PagingCall& c, bool masked = false);
+
+// `backend`'s prefill or decode (c.decode) against model::compress_batch on call c
+// (`grid`: a call of gen_batch_call(true), whose rows are exact, so their bf16 bits
+// are determined): the refusal (variant and fields) with every buffer untouched, or
+// for a backend not transactional and a refusal of the data, the ring changed only
+// at the entries the model names; else the ring bit for bit (ring_report: slot,
+// entry, channel), each row's index and position, and each bf16 element the
+// rounding of a value in the model's enclosure; nothing written past any buffer.
+void check_compress_agreement(const CompressBackend& backend, const BatchCall& c, bool grid);
 
 // A pruned indexer top-k under test (DoSA, or any scheme that skips scoring):
 // one query [H, D] with weights [H] against stored keys, K lanes into out (ids

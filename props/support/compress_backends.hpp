@@ -23,6 +23,10 @@ using CompressStep = std::function<Status<CompressError>(
 struct CompressBackend {
   std::string name;
   CompressStep prefill, decode;
+  // A call refused for its data (NaN/inf read mid-pass) leaves every buffer as it
+  // was: the CPU. A one-pass backend (CUDA) may change the outputs and the ring
+  // entries model::entries_a_refusal_may_change names (SPEC section 3).
+  bool transactional = true;
 };
 
 CompressBackend cpu_compress_backend();

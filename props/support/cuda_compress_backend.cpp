@@ -27,7 +27,7 @@ CompressStep staged(Step step) {
 
 CompressBackend cuda_compress_backend() {
   return {"cuda", staged([](auto... a) { return cuda::compress_prefill(a...); }),
-          staged([](auto... a) { return cuda::compress_decode(a...); })};
+          staged([](auto... a) { return cuda::compress_decode(a...); }), false};
 }
 
 namespace {
@@ -54,7 +54,8 @@ auto with_verdict(Enqueue enqueue) {
 CompressBackend cuda_queued_compress_backend() {
   return {"cuda_queued",
           staged(with_verdict([](auto... a) { return cuda::enqueue_compress_prefill(a...); })),
-          staged(with_verdict([](auto... a) { return cuda::enqueue_compress_decode(a...); }))};
+          staged(with_verdict([](auto... a) { return cuda::enqueue_compress_decode(a...); })),
+          false};
 }
 
 }  // namespace aether::props
