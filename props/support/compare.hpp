@@ -87,28 +87,29 @@ class Guarded {
   std::vector<T> all_;
 };
 
+// "" when the impl's verdict is the model's (both accept, or both refuse with the
+// same error); else what each said. Any two results or statuses of one error type.
+template <class Impl, class Model>
+std::string verdict_report(const Impl& impl, const Model& model, const std::string& backend) {
+  std::ostringstream os;
+  if (!model.ok() && impl.ok())
+    os << backend << " accepted a call the model refuses with " << model.error();
+  else if (!model.ok() && !(impl.error() == model.error()))
+    os << backend << " refused with " << impl.error() << ", model with " << model.error();
+  else if (model.ok() && !impl.ok())
+    os << backend << " refused with " << impl.error() << " a call the model accepts";
+  return os.str();
+}
+
 // Model says value or refusal; the impl must say the same, and on a refusal its
 // output buffer must be bit-identical to what it held before the call.
 template <class T, class E>
 std::string differential_report(const Result<std::vector<T>, E>& model, const Status<E>& impl,
                                 std::span<const T> out_before, std::span<const T> out_after,
                                 const std::string& backend) {
-  std::ostringstream os;
-  if (!model.ok()) {
-    if (impl.ok()) {
-      os << backend << " accepted a call the model refuses with " << model.error();
-      return os.str();
-    }
-    if (!(impl.error() == model.error())) {
-      os << backend << " refused with " << impl.error() << ", model with " << model.error();
-      return os.str();
-    }
+  if (auto d = verdict_report(impl, model, backend); !d.empty()) return d;
+  if (!model.ok())
     return diff_report(out_before, out_after, backend + " wrote into the buffer of a refused call");
-  }
-  if (!impl.ok()) {
-    os << backend << " refused with " << impl.error() << " a call the model accepts";
-    return os.str();
-  }
   return diff_report(std::span<const T>(model.value()), out_after, backend);
 }
 

@@ -36,13 +36,7 @@ void check_compress_agreement(const CompressBackend& backend, const BatchCall& c
                                           grid ? model::Gate::Score : model::Gate::ScoreFp32);
   if (!want) {
     RC_TAG("refused");
-    if (got.ok() || !(got.error() == want.error())) {
-      std::ostringstream os;
-      os << backend.name << (got.ok() ? " accepted" : " refused with ");
-      if (!got.ok()) os << got.error();
-      os << ", the model refuses with " << want.error();
-      RC_FAIL(os.str());
-    }
+    if (auto d = verdict_report(got, want, backend.name); !d.empty()) RC_FAIL(d);
     // a data refusal found mid-pass (SPEC section 3): outputs unspecified, the ring
     // changed at most where the model says, where the backend is not transactional
     const bool data = std::holds_alternative<compress_error::NonFiniteInput>(want.error());

@@ -10,6 +10,7 @@
 
 #include "model/formats.hpp"
 #include "props/support/agreement.hpp"
+#include "props/support/compare.hpp"
 
 namespace aether::props {
 
@@ -41,12 +42,6 @@ void fail_on(const std::string& report, const std::string& name, const std::stri
   if (!report.empty()) RC_FAIL(name + ": " + what + "\n" + report);
 }
 
-template <class E>
-std::string error_text(const E& e) {
-  std::ostringstream os;
-  os << e;
-  return os.str();
-}
 }  // namespace
 
 std::vector<RoundingProfile> profiles_followed(CacheFormat format, std::span<const float> row,
@@ -63,18 +58,10 @@ void check_quantizer_agreement(const Quantizer& quantize, const FormatsCase& c,
   const auto want = model::quantize_row(c.format, c.row, profile);
   const auto got = quantize(c.format, c.row);
   std::ostringstream os;
-  os << std::setprecision(9) << name << ", profile " << profile << ": ";
-  if (!want.ok() || !got.ok()) {
-    if (want.ok())
-      os << "refused with " << got.error() << ", the model accepts";
-    else if (got.ok())
-      os << "accepted, the model refuses with " << want.error();
-    else if (!(got.error() == want.error()))
-      os << "refused with " << got.error() << ", the model with " << want.error();
-    else
-      return;
-    RC_FAIL(os.str());
-  }
+  os << std::setprecision(9) << name << ", profile " << profile;
+  if (auto d = verdict_report(got, want, os.str()); !d.empty()) RC_FAIL(d);
+  if (!want.ok()) return;
+  os << ": ";
   const QuantizedRow &w = want.value(), &g = got.value();
   if (g == w) return;
   if (g.codes.size() != w.codes.size() || g.scales.size() != w.scales.size()) {
@@ -121,10 +108,7 @@ void check_store_agreement(const StoreBackend& b, const StoreCase& c) {
   const auto want = model::store_rows(c.cache, c.rows, c.slots, model_cache, c.profile);
   const auto got = b.store(c, cache);
   RC_TAG(want.ok() ? "stored" : "refused");
-  if (want.ok() != got.ok() || (!want.ok() && !(got.error() == want.error())))
-    RC_FAIL(b.name +
-            " store: " + (got.ok() ? "accepted" : "refused with " + error_text(got.error())) +
-            ", the model " + (want.ok() ? "accepts" : "refuses with " + error_text(want.error())));
+  if (auto d = verdict_report(got, want, b.name + " store"); !d.empty()) RC_FAIL(d);
   if (!want.ok()) {
     if (b.transactional)
       fail_on(cache_report(c.cache, c.before, cache), b.name, "a refused store changed the cache");
@@ -143,11 +127,7 @@ void check_store_agreement(const StoreBackend& b, const StoreCase& c) {
   if (!b.gather) return;
   const auto values = model::gather_rows(c.cache, model_cache, c.reads);
   const auto doubles = b.gather(c, model_cache);
-  if (values.ok() != doubles.ok() || (!values.ok() && !(doubles.error() == values.error())))
-    RC_FAIL(
-        b.name +
-        " gather: " + (doubles.ok() ? "accepted" : "refused with " + error_text(doubles.error())) +
-        ", the model " + (values.ok() ? "accepts" : "refuses with " + error_text(values.error())));
+  if (auto d = verdict_report(doubles, values, b.name + " gather"); !d.empty()) RC_FAIL(d);
   if (!values.ok()) return;
   for (std::size_t i = 0; i < values.value().size(); ++i)
     if (model::exact(doubles.value()[i]) != values.value()[i]) {

@@ -1,7 +1,6 @@
 // The paged-slot check of props/support/agreement.hpp.
 #include <rapidcheck.h>
 
-#include <sstream>
 #include <variant>
 #include <vector>
 
@@ -37,13 +36,7 @@ void check_paging_agreement(const PagingBackend& backend, const PagingCall& c, b
   const bool out_unspecified = !want.ok() && !shape_refused && !backend.transactional;
   if (out_unspecified) {
     RC_TAG("data refusal, out unspecified");
-    if (got.ok() || !(got.error() == want.error())) {
-      std::ostringstream os;
-      os << name << (got.ok() ? " accepted" : " refused with ");
-      if (!got.ok()) os << got.error();
-      os << ", the model refuses with " << want.error();
-      RC_FAIL(os.str());
-    }
+    if (auto d = verdict_report(got, want, name); !d.empty()) RC_FAIL(d);
   } else if (auto d = differential_report<I>(want, got, before, out, name); !d.empty()) {
     RC_FAIL(d);
   }
