@@ -24,7 +24,14 @@ namespace gen = rc::gen;
 using I = std::int32_t;
 using V = std::vector<I>;
 
-props::IndexerBackend cpu_indexer() { return props::cpu_indexer_backend(); }
+// Every float score equal to the exact one (the L1 grid), a difference named.
+void exact_on_the_grid(std::span<const float> got, const std::vector<model::Rational>& exact,
+                       const std::string& backend) {
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (model::exact(got[i]) != exact[i])
+      RC_FAIL("score " + std::to_string(i) + ": " + backend + " " + std::to_string(got[i]) +
+              ", exact " + exact[i].str());
+}
 
 std::vector<float> cpu_scores(const props::ScoreCall& c) {
   std::vector<float> out(c.rows(), NAN);
@@ -37,11 +44,7 @@ AETHER_PROP(IndexerCpu, scores_are_exact_on_the_grid, "L1", ()) {
   const props::ScoreCall c = *props::gen_grid_score_call();
   const auto exact = model::index_scores(c.queries, c.weights, c.keys());
   RC_ASSERT(exact.ok());
-  const auto got = cpu_scores(c);
-  for (std::size_t j = 0; j < got.size(); ++j)
-    if (model::exact(got[j]) != exact.value()[j])
-      RC_FAIL("key " + std::to_string(j) + ": cpu " + std::to_string(got[j]) + ", exact " +
-              exact.value()[j].str());
+  exact_on_the_grid(cpu_scores(c), exact.value(), "cpu");
 }
 
 AETHER_PROP(IndexerCpu, scores_lie_within_the_certified_bound, "L2", ()) {
@@ -68,7 +71,9 @@ AETHER_PROP(IndexerCpu, a_selection_from_float_scores_is_certified, "L2", ()) {
   const auto scores = cpu_scores(c);
   const std::size_t k = *gen::inRange<std::size_t>(0, scores.size() + 2);
   V chosen(k);
-  RC_ASSERT(cpu_indexer().topk(scores, scores.size(), V{I(scores.size())}, k, chosen).ok());
+  RC_ASSERT(props::cpu_indexer_backend()
+                .topk(scores, scores.size(), V{I(scores.size())}, k, chosen)
+                .ok());
   std::set<I> in(chosen.begin(), chosen.end());
   in.erase(-1);
   for (I i : in) RC_ASSERT(i >= 0 && std::size_t(i) < scores.size());  // before indexing by it
@@ -223,11 +228,7 @@ AETHER_GPU_PROP(IndexerCuda, scores_are_exact_on_the_grid, "L1", ()) {
   const DeviceScoreCall d = *gen_device_call(props::gen_grid_score_call());
   const auto exact = model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys());
   RC_ASSERT(exact.ok());
-  const auto got = cuda_scores(d);
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (model::exact(got[i]) != exact.value()[i])
-      RC_FAIL("score " + std::to_string(i) + ": cuda " + std::to_string(got[i]) + ", exact " +
-              exact.value()[i].str());
+  exact_on_the_grid(cuda_scores(d), exact.value(), "cuda");
 }
 
 AETHER_GPU_PROP(IndexerCuda, scores_lie_within_the_tensor_core_bound, "L2", ()) {
