@@ -50,7 +50,7 @@ want() { [[ $steps == *" $1 "* ]]; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
 if want suites; then
-for c in witness indexer paging compress compress_cuda dosa dosa_cuda formats_cuda; do
+for c in witness indexer indexer_scores paging compress compress_refusal compress_cuda dosa dosa_cuda formats_cuda; do
   step ${c}_test "$build/tests/${c}_test" || failed_tests+="${c%_cuda} "
 done
 checked witness step witness_props "$build/props/witness_props"
@@ -76,10 +76,12 @@ for tool in ${AETHER_SANITIZE_TOOLS:-memcheck initcheck racecheck synccheck}; do
   audit witness witness_props "$build/props/witness_props" 'WitnessCuda.*'
   audit indexer indexer_test "$build/tests/indexer_test" 'IndexerCuda.*'
   audit indexer indexer_props "$build/props/indexer_props" 'IndexerCuda.*'
+  audit indexer indexer_scores_test "$build/tests/indexer_scores_test" 'IndexerCuda.*'
   audit indexer indexer_scores_props "$build/props/indexer_scores_props" 'IndexerCuda.*'
   audit paging paging_test "$build/tests/paging_test" '*/cuda*'
   audit paging paging_props "$build/props/paging_props" 'PagingCuda.*'
   audit compress compress_test "$build/tests/compress_test" '*/cuda*'
+  audit compress compress_refusal_test "$build/tests/compress_refusal_test" '*/cuda*'
   # (the serving-size prefills take half a minute a launch mode under racecheck)
   audit compress compress_cuda_test "$build/tests/compress_cuda_test" \
     "$([[ $tool == racecheck ]] && echo '-*large_prefills*' || echo '*')"

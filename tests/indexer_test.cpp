@@ -1,10 +1,9 @@
-// Lab 27 of source 003 (A.4), verbatim, on every indexer backend, plus the
-// refusals and boundary cases the issue names.
+// Lab 27 of source 003 (A.4), verbatim, on every indexer backend's top-k and
+// candidate blocks, plus the refusals and boundary cases the issue names (the
+// scorer's: tests/indexer_scores_test.cpp).
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 
@@ -21,65 +20,9 @@ using V = std::vector<std::int32_t>;
 using F = std::vector<float>;
 namespace ie = indexer_error;
 
-// The lab's five keys: the text gives (0, 3) -> 6 and (1, 1) -> 3 and prints the
-// scores [2, 6, 3, 0, 300]; the other three keys are ours, consistent with them.
-const F kQueries{1, 0, 0, 1};  // heads (1, 0) and (0, 1)
-const F kWeights{1, 2};
-const F kKeys{2, 0, 0, 3, 1, 1, -1, -1, 100, 100};
+// The lab's printed scores of its five keys (tests/indexer_scores_test.cpp scores
+// them).
 const F kScores{2, 6, 3, 0, 300};
-
-TEST(IndexerModel, lab27_scores_are_the_weighted_relu_sum) {
-  const auto scores = model::index_scores(kQueries, kWeights, kKeys, 2);
-  ASSERT_TRUE(scores.ok());
-  std::vector<model::Rational> want;
-  for (float s : kScores) want.emplace_back(s);
-  EXPECT_EQ(scores.value(), want);
-  // A negative weight subtracts; a negative dot product is clipped first (001 §3).
-  const auto mixed = model::index_scores(F{1, 0, 0, 1}, F{2, -1}, F{4, 3, -4, 3}, 2);
-  EXPECT_EQ(mixed.value(), (std::vector<model::Rational>{5, -3}));
-  EXPECT_EQ(model::index_scores(F{1, NAN}, F{1}, F{1, 1}, 2).error(),
-            (IndexerError{ie::NonFiniteInput{0, 1}}));
-}
-
-// The lab's keys stored as F32, BF16 and E4M3 (doubled values with scale 1/2; the
-// last key as (8, 8) with scale 12.5, since 100 has no E4M3 code): the CPU scorer
-// gives the printed scores exactly.
-struct LabKeys {
-  std::vector<std::byte> f32, bf16, e4m3;
-};
-LabKeys lab_keys() {
-  LabKeys k;
-  k.f32.assign(std::as_bytes(std::span(kKeys)).begin(), std::as_bytes(std::span(kKeys)).end());
-  auto& bf16 = k.bf16;
-  auto& e4m3 = k.e4m3;
-  const std::uint8_t e4m3_codes[5][2] = {
-      {0x48, 0x00}, {0x00, 0x4c}, {0x40, 0x40}, {0xc0, 0xc0}, {0x50, 0x50}};
-  const float scales[5] = {0.5f, 0.5f, 0.5f, 0.5f, 12.5f};
-  for (std::size_t j = 0; j < 5; ++j) {
-    for (std::size_t d = 0; d < 2; ++d) {
-      const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(kKeys[2 * j + d]) >> 16);
-      const auto* p = reinterpret_cast<const std::byte*>(&h);
-      bf16.insert(bf16.end(), p, p + 2);
-      e4m3.push_back(std::byte(e4m3_codes[j][d]));
-    }
-    const auto* p = reinterpret_cast<const std::byte*>(&scales[j]);
-    e4m3.insert(e4m3.end(), p, p + 4);
-  }
-  return k;
-}
-
-TEST(IndexerCpu, lab27_scores_in_every_key_format) {
-  const LabKeys lab = lab_keys();
-  for (const IndexKeys& keys :
-       {IndexKeys{KeyFormat::F32, lab.f32, 2}, IndexKeys{KeyFormat::BF16, lab.bf16, 2},
-        IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
-    F out(5, -7);
-    ASSERT_TRUE(cpu::index_scores(kQueries, kWeights, keys, out).ok());
-    EXPECT_EQ(out, kScores) << "format " << int(keys.format);
-    std::vector<model::Rational> want(kScores.begin(), kScores.end());
-    EXPECT_EQ(model::index_scores(kQueries, kWeights, keys).value(), want);
-  }
-}
 
 TEST(IndexerModel, lab27_c2_visibility_counts) {
   // Query 0 sees no completed row; queries 1 and 2 see row 0.
@@ -320,74 +263,6 @@ TEST(IndexerCuda, lab27_top_k_ties_garbage_and_refusals) {
               (IndexerError{ie::EndOutOfRange{3, std::int64_t(width) + 5, width}}));
     EXPECT_EQ(untouched, V(kRows * 16, 77));
   }
-#else
-  GTEST_SKIP() << "built without CUDA";
-#endif
-}
-
-// The CUDA scorer: the lab's printed scores from bf16 and E4M3 keys; a grid batch
-// spanning several key tiles and query groups equal to the model bit for bit;
-// what the device refuses.
-TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
-#ifdef AETHER_HAVE_CUDA
-  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
-  const std::vector<std::uint16_t> lab_queries{0x3f80, 0, 0, 0x3f80};  // bf16 1, 0, 0, 1
-  const LabKeys lab = lab_keys();
-  for (const IndexKeys& keys :
-       {IndexKeys{KeyFormat::BF16, lab.bf16, 2}, IndexKeys{KeyFormat::E4M3, lab.e4m3, 2}}) {
-    F out(5, -7);
-    const auto st = props::cuda_index_scores(lab_queries, kWeights, 1, keys, out);
-    ASSERT_TRUE(st.ok()) << st.error();
-    EXPECT_EQ(out, kScores) << "format " << int(keys.format);
-  }
-
-  // 2 key tiles and 2 query groups; then D > 128 (the 16-slice kernel), an odd D
-  // (element-wise loads) and H not a multiple of 16; then the widest D with 64 heads.
-  struct Case {
-    std::size_t T, H, D, L;
-  };
-  for (const Case& c : {Case{40, 5, 24, 300}, Case{3, 17, 201, 130}, Case{2, 64, 256, 40}}) {
-    std::vector<std::uint16_t> queries(c.T * c.H * c.D);
-    F query_values(queries.size()), weights(c.T * c.H);
-    for (std::size_t i = 0; i < queries.size(); ++i) {
-      query_values[i] = float(int(i * 37 % 17) - 8);
-      queries[i] = std::uint16_t(std::bit_cast<std::uint32_t>(query_values[i]) >> 16);
-    }
-    for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
-    std::vector<std::byte> keys(c.L * c.D * 2);
-    for (std::size_t i = 0; i < c.L * c.D; ++i) {
-      const auto h =
-          std::uint16_t(std::bit_cast<std::uint32_t>(float(int(i * 13 % 31) - 15)) >> 16);
-      std::memcpy(keys.data() + 2 * i, &h, 2);
-    }
-    const IndexKeys batch_keys{KeyFormat::BF16, keys, c.D};
-    F out(c.T * c.L, NAN);
-    ASSERT_TRUE(props::cuda_index_scores(queries, weights, c.T, batch_keys, out).ok());
-    const auto want = model::index_scores_batch(query_values, weights, c.T, batch_keys).value();
-    for (std::size_t i = 0; i < out.size(); ++i)
-      ASSERT_EQ(model::exact(out[i]), want[i]) << "D " << c.D << " score " << i;
-  }
-
-  F untouched(5, -7);
-  EXPECT_EQ(props::cuda_index_scores(lab_queries, kWeights, 1,
-                                     IndexKeys{KeyFormat::F32, lab.f32, 2}, untouched)
-                .error(),
-            (IndexerError{ie::UnsupportedOnDevice{KeyFormat::F32, 2, 2}}));
-  const std::vector<std::uint16_t> wide(257);
-  EXPECT_EQ(props::cuda_index_scores(wide, F{1}, 1, IndexKeys{KeyFormat::BF16, {}, 257}, untouched)
-                .error(),
-            (IndexerError{ie::UnsupportedOnDevice{KeyFormat::BF16, 1, 257}}));
-  const std::vector<std::uint16_t> many_heads(128 *
-                                              256);  // 270 KB of tiles: more than a block holds
-  EXPECT_EQ(props::cuda_index_scores(many_heads, F(128, 1.0f), 1,
-                                     IndexKeys{KeyFormat::BF16, {}, 256}, untouched)
-                .error(),
-            (IndexerError{ie::UnsupportedOnDevice{KeyFormat::BF16, 128, 256}}));
-  EXPECT_EQ(props::cuda_index_scores(lab_queries, F{1, NAN}, 1,
-                                     IndexKeys{KeyFormat::BF16, lab.bf16, 2}, untouched)
-                .error(),
-            (IndexerError{ie::NonFiniteInput{1, 1}}));
-  EXPECT_EQ(untouched, F(5, -7));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
