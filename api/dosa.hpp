@@ -89,7 +89,8 @@ inline std::ostream& operator<<(std::ostream& os, const DosaError& e) {
 
 using dosa_error::DosaError;
 
-// What a backend's pruned call did, summed over its queries.
+// What a backend's pruned call did, summed over its queries. (CUDA: when its probe
+// sends the batch to full scoring, screened and survivors are the probe's counts.)
 struct DosaStats {
   std::size_t screened = 0;      // keys bounded (neither seeds nor fully scored)
   std::size_t survivors = 0;     // of those, bounded at or above tau: scored

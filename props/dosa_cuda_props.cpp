@@ -4,6 +4,9 @@
 // what the model refuses. Generated calls go through props::cuda_form (bf16 queries,
 // BF16 or E4M3 keys). Each skips without a device.
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <functional>
 
 #include "model/dosa.hpp"
 #include "props/support/dosa_backends.hpp"
@@ -86,6 +89,27 @@ AETHER_GPU_PROP(DosaCuda, agrees_with_the_model_on_the_grid, "L1", ()) {
   RC_ASSERT(out == model::dosa_topk(props::bf16_values(d.queries), c.weights, d.stored(), c.k,
                                     c.seeds, c.plan)
                        .value());
+}
+
+// L0: the probe's threshold (the k-th greatest seed score, found without the
+// seeds' top-k) is the value a sort puts k-th, on rows of a few distinct values
+// (long ties), of both signs and both zeros, and of any floats, up to twelve
+// thousand scores (several rounds of the select's loop a thread).
+AETHER_GPU_PROP(DosaCuda, the_probes_threshold_is_the_kth_greatest_score, "L0", ()) {
+  const std::size_t n = *rc::gen::oneOf(rc::gen::inRange<std::size_t>(1, 40),
+                                        rc::gen::inRange<std::size_t>(1, 12289));
+  const auto few = rc::gen::element(-2.5f, -0.0f, 0.0f, 1.0f, 3.0e38f, -1.0e-40f);
+  const auto any = rc::gen::map(rc::gen::arbitrary<std::uint32_t>(), [](std::uint32_t u) {
+    const float x = std::bit_cast<float>(u);
+    return std::isfinite(x) ? x : 1.0f;
+  });
+  std::vector<float> scores =
+      *rc::gen::container<std::vector<float>>(n, *rc::gen::element(0, 1) == 0 ? few : any);
+  const std::size_t k = *rc::gen::inRange<std::size_t>(1, n + 1);
+  std::vector<float> sorted = scores;
+  std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(k - 1), sorted.end(),
+                   std::greater<>());
+  RC_ASSERT(props::cuda_kth_greatest(scores, k) == sorted[k - 1]);
 }
 
 // L0 refusals: the same error as the model on the same values, out untouched;

@@ -6,7 +6,9 @@
 
 #include <bit>
 
+#include "impl/cpu/dosa.hpp"
 #include "props/support/dosa_backends.hpp"
+#include "props/support/dosa_workload.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/property.hpp"
 
@@ -120,6 +122,53 @@ TEST(DosaCuda, aggregated_negative_heads_deduct_a_lower_bound) {
   const double loose = cuda_bound(queries, weights, {3, -2}, plan);
   EXPECT_GE(loose, 11.0);
   EXPECT_LT(loose, 11.0 * (1 + 1e-4));
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// The probe (the first query on the first keys: docs/dosa.md) runs only on a batch
+// large enough for pruning to pay: 64 queries on 131072 keys (bench/dosa_bench_cuda's
+// shape). It sends the default workload (every key survives) to full scoring and
+// parallel heads (one exact anchor) to pruning; the lanes are full scoring's
+// either way. (At 65536 keys the probe keeps 13659 of these heads' 13818 screened
+// keys and falls back: one query decides for the batch.)
+TEST(DosaCuda, the_probe_decides_and_the_lanes_stay_full_scorings) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  props::DosaWorkloadParams base;
+  base.keys = 131072;
+  props::DosaWorkloadParams parallel = base;
+  parallel.head_directions = 1;
+  parallel.head_noise = 0;
+  parallel.query_drift = 0;
+  for (const auto& [p, pruned] : {std::pair{base, false}, std::pair{parallel, true}}) {
+    const props::DosaWorkload w = props::make_dosa_workload(p);
+    const std::size_t n = p.queries, h = p.heads, d = p.dim, k = 2048;
+    const Bf16Keys keys{bf16(w.keys), d};
+    const std::vector<std::uint16_t> queries = bf16(w.queries);
+    const F query_values = props::bf16_values(queries), key_values = props::bf16_values(keys.bits);
+    const IndexKeys host_keys{KeyFormat::F32, std::as_bytes(std::span(key_values)), d};
+    const auto seeds = cpu::cold_prior_seeds(query_values, w.weights, n, host_keys, k, 4096);
+    std::vector<DosaPlan> plans;
+    for (std::size_t t = 0; t < n; ++t)
+      plans.push_back(cpu::plan_heads(std::span(query_values).subspan(t * h * d, h * d),
+                                      std::span(w.weights).subspan(t * h, h), host_keys, 15,
+                                      cpu::plan_sample(seeds)));
+    std::vector<std::int32_t> got(n * k, 77), want(n * k, 77);
+    DosaStats stats;
+    ASSERT_TRUE(
+        props::cuda_dosa_topk(queries, w.weights, n, keys.view(), k, seeds, plans, got, {}, &stats)
+            .ok());
+    EXPECT_EQ(stats.full_queries, pruned ? 0 : n)
+        << "survivors " << stats.survivors << " of " << stats.screened << " screened";
+    F scores(n * p.keys);
+    ASSERT_TRUE(props::cuda_index_scores(queries, w.weights, n, keys.view(), scores).ok());
+    ASSERT_TRUE(props::cuda_valid_prefix_topk(
+                    scores, p.keys, std::vector<std::int32_t>(n, std::int32_t(p.keys)), k, want)
+                    .ok());
+    EXPECT_EQ(got, want);
+  }
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

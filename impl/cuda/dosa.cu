@@ -37,25 +37,10 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                             device_span<const std::int32_t> seeds, std::span<const DosaPlan> plans,
                             device_span<std::int32_t> out, const DosaOptions& options,
                             DosaStats* stats, Stream stream) {
-  HostInputs host;
-  if (auto st = check_inputs(queries, weights, query_count, keys, seeds, stream, host); !st.ok())
-    return st;
   const std::size_t n = query_count, heads = n ? weights.size() / n : 0, dim = keys.dim;
   const std::size_t row_bytes = key_row_bytes(keys.format, dim);
   const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
   const std::size_t seed_count = seeds.size();
-  if (plans.size() != n) return de::ShapeMismatch{n, plans.size()};
-  for (std::size_t t = 0; t < n; ++t)
-    if (auto st =
-            dosa_screen::check_plan(std::span(host.weights).subspan(t * heads, heads), plans[t]);
-        !st.ok())
-      return st;
-  if (count > k && seed_count < k) return de::TooFewSeeds{seed_count, k};
-  if (out.size() != n * k) return de::ShapeMismatch{n * k, out.size()};
-  DosaStats local;
-  if (stats != nullptr) *stats = local;
-  if (n == 0 || k == 0) return Ok{};
-
   // Screens are scored `pack` to a scorer query of at most 64 heads (each screen's
   // score its own: ScoreList::heads_per_score), the batch padded with zero screens.
   const std::size_t width = widest_screen(plans), pack = std::max<std::size_t>(1, 64 / width);
@@ -71,38 +56,73 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   };
   const bool prune = count > k && pays(0);
 
+  DosaStats local;
   Workspace ws;
-  ws.reserve<float>(padded * count);  // screen values, or the wide merge's rows
-  ws.reserve<std::int32_t>(n);        // ends
-  if (prune) {
-    ws.reserve<std::byte>(PlanBlob::bound(plans, width, padded));
-    ws.reserve<std::int32_t>(seed_count);
-    ws.reserve<std::uint8_t>(count);
-    ws.reserve<double>(count);
-    ws.reserve<float>(count);
-    ws.reserve<float>(n * seed_count);
-    ws.reserve<std::int32_t>(n * k);
-    ws.reserve<float>(n);
-    ws.reserve<ScreenTerms>(n);
-    ws.reserve<std::uint16_t>(padded * width * dim);
-    ws.reserve<std::int32_t>(n * count);  // survivor lists
-    ws.reserve<std::int32_t>(n);          // their lengths
-    ws.reserve<float>(n * count);         // their scores
-    ws.reserve<DeviceVerdict>(1);
-  }
-  AETHER_TRY(ws.allocate());
-  float* rows = ws.take<float>(padded * count);
-  std::int32_t* ends = ws.take<std::int32_t>(n);
-  const device_span<float> all_rows(rows, n * count);
+  float *rows = nullptr, *scales = nullptr, *seed_scores = nullptr, *tau = nullptr,
+        *list_scores = nullptr;
+  std::int32_t *ends = nullptr, *seed_ids = nullptr, *lanes = nullptr, *list = nullptr,
+               *counts = nullptr;
+  std::byte* blob_bytes = nullptr;
+  std::uint8_t* is_seed = nullptr;
+  double* norms = nullptr;
+  ScreenTerms* terms = nullptr;
+  std::uint16_t* screen_rows = nullptr;
+  DeviceVerdict* verdict = nullptr;
+  const auto take_workspace = [&]() -> cudaError_t {
+    ws.reserve<float>(padded * count);  // screen values, or the wide merge's rows
+    ws.reserve<std::int32_t>(n);        // ends
+    if (prune) {
+      ws.reserve<std::byte>(PlanBlob::bound(plans, width, padded));
+      ws.reserve<std::int32_t>(seed_count);
+      ws.reserve<std::uint8_t>(count);
+      ws.reserve<double>(count);
+      ws.reserve<float>(count);
+      ws.reserve<float>(n * seed_count);
+      ws.reserve<std::int32_t>(n * k);
+      ws.reserve<float>(n);
+      ws.reserve<ScreenTerms>(n);
+      ws.reserve<std::uint16_t>(padded * width * dim);
+      ws.reserve<std::int32_t>(n * count);  // survivor lists
+      ws.reserve<std::int32_t>(n);          // their lengths
+      ws.reserve<float>(n * count);         // their scores
+      ws.reserve<DeviceVerdict>(1);
+    }
+    if (cudaError_t e = ws.allocate(); e != cudaSuccess) return e;
+    rows = ws.take<float>(padded * count);
+    ends = ws.take<std::int32_t>(n);
+    if (!prune) return cudaSuccess;
+    blob_bytes = ws.take<std::byte>(PlanBlob::bound(plans, width, padded));
+    seed_ids = ws.take<std::int32_t>(seed_count);
+    is_seed = ws.take<std::uint8_t>(count);
+    norms = ws.take<double>(count);
+    scales = ws.take<float>(count);
+    seed_scores = ws.take<float>(n * seed_count);
+    lanes = ws.take<std::int32_t>(n * k);
+    tau = ws.take<float>(n);
+    terms = ws.take<ScreenTerms>(n);
+    screen_rows = ws.take<std::uint16_t>(padded * width * dim);
+    list = ws.take<std::int32_t>(n * count);
+    counts = ws.take<std::int32_t>(n);
+    list_scores = ws.take<float>(n * count);
+    verdict = ws.take<DeviceVerdict>(1);
+    return cudaSuccess;
+  };
 
-  // The scorer over every key, then the top-k: full scoring's own lanes.
+  // Full scoring's own lanes: the scorer over every key into `rows` (a workspace, so
+  // it may run before the inputs' verdict), then the top-k into `out` (after it).
+  const auto score_all = [&]() -> cudaError_t {
+    if (count == 0) return cudaSuccess;
+    return launch_index_scores(queries, weights, n, keys, {}, 0,
+                               device_span<float>(rows, n * count), stream);
+  };
   const auto rank_rows = [&]() -> Status<DosaError> {
     AETHER_TRY(fill(ends, n, std::int32_t(count), stream));
-    (void)valid_prefix_topk(all_rows, count, device_span<const std::int32_t>(ends, n), k, out,
+    (void)valid_prefix_topk(device_span<const float>(rows, n * count), count,
+                            device_span<const std::int32_t>(ends, n), k, out,
                             stream);  // scores finite: docs/dosa.md's contract
     return Ok{};
   };
-  const auto in_full = [&]() -> Status<DosaError> {
+  const auto rank_all = [&]() -> Status<DosaError> {
     local.full_queries = n;
     if (stats != nullptr) *stats = local;
     if (count == 0) {
@@ -110,55 +130,32 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       AETHER_TRY(cudaStreamSynchronize(stream));
       return Ok{};
     }
-    AETHER_TRY(launch_index_scores(queries, weights, n, keys, {}, 0, all_rows, stream));
     return rank_rows();
   };
-  if (!prune) return in_full();
 
-  auto* blob_bytes = ws.take<std::byte>(PlanBlob::bound(plans, width, padded));
-  std::int32_t* seed_ids = ws.take<std::int32_t>(seed_count);
-  std::uint8_t* is_seed = ws.take<std::uint8_t>(count);
-  double* norms = ws.take<double>(count);
-  float* scales = ws.take<float>(count);
-  float* seed_scores = ws.take<float>(n * seed_count);
-  std::int32_t* lanes = ws.take<std::int32_t>(n * k);
-  float* tau = ws.take<float>(n);
-  ScreenTerms* terms = ws.take<ScreenTerms>(n);
-  std::uint16_t* screen_rows = ws.take<std::uint16_t>(padded * width * dim);
-  std::int32_t* list = ws.take<std::int32_t>(n * count);
-  std::int32_t* counts = ws.take<std::int32_t>(n);
-  float* list_scores = ws.take<float>(n * count);
-  auto* verdict = ws.take<DeviceVerdict>(1);
-
-  // the seeds ascending: their top-k's ties to the lower position are to the lower id
-  std::vector<std::int32_t> sorted;
-  if (!std::is_sorted(host.seeds.begin(), host.seeds.end())) {
-    sorted.assign(host.seeds.begin(), host.seeds.end());
-    std::sort(sorted.begin(), sorted.end());
-  }
-  const std::span<const std::int32_t> ascending = sorted.empty() ? host.seeds : sorted;
-  AETHER_TRY(
-      cudaMemcpyAsync(seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice, stream));
+  std::vector<std::int32_t> sorted, host_counts;
+  std::span<const std::int32_t> ascending;
   DevicePlans device_plans;
-  AETHER_TRY(cudaMemsetAsync(is_seed, 0, count, stream));
-  AETHER_TRY(cudaMemsetAsync(screen_rows, 0, padded * width * dim * 2, stream));
-  AETHER_TRY(mark_seeds(seed_ids, seed_count, is_seed, stream));
-  // Queries [0, m) against keys [0, m_keys): the keys' norms, the queries' screens,
-  // their seeds' scores, top-K and tau, then the screen and the bound test.
-  const auto screen = [&](std::size_t m, std::size_t m_keys) -> Status<DosaError> {
-    AETHER_TRY(key_norms(keys.bytes.data(), keys.format, dim, m_keys, norms, scales, stream));
-    AETHER_TRY(prepare_screens(queries.data(), weights.data(), m, heads, dim, device_plans,
-                               screen_rows, terms, stream));
+  // Queries [0, m) against keys [0, m_keys): the queries' screens, their seeds'
+  // scores, top-K and tau, then the screen and the bound test.
+  // (The probe needs only tau: kth_greatest, not the seeds' top-k the merge reads.)
+  const auto screen = [&](std::size_t m, std::size_t m_keys, bool probe) -> Status<DosaError> {
+    const std::size_t packs = (m + pack - 1) / pack;
+    AETHER_TRY(prepare_screens(queries.data(), weights.data(), m, packs * pack, heads, dim,
+                               device_plans, screen_rows, terms, stream));
     AETHER_TRY(launch_index_scores(queries.subspan(0, m * heads * dim),
                                    weights.subspan(0, m * heads), m, keys,
                                    ScoreList{seed_ids, 0, nullptr}, seed_count,
                                    device_span<float>(seed_scores, m * seed_count), stream));
-    AETHER_TRY(fill(ends, m, std::int32_t(seed_count), stream));
-    (void)enqueue_valid_prefix_topk(device_span<const float>(seed_scores, m * seed_count),
-                                    seed_count, device_span<const std::int32_t>(ends, m), k,
-                                    device_span<std::int32_t>(lanes, m * k), verdict, stream);
-    AETHER_TRY(seed_threshold(seed_scores, seed_count, lanes, k, m, tau, stream));
-    const std::size_t packs = (m + pack - 1) / pack;
+    if (probe) {
+      AETHER_TRY(kth_greatest(seed_scores, seed_count, k, tau, stream));
+    } else {
+      AETHER_TRY(fill(ends, m, std::int32_t(seed_count), stream));
+      (void)enqueue_valid_prefix_topk(device_span<const float>(seed_scores, m * seed_count),
+                                      seed_count, device_span<const std::int32_t>(ends, m), k,
+                                      device_span<std::int32_t>(lanes, m * k), verdict, stream);
+      AETHER_TRY(seed_threshold(seed_scores, seed_count, lanes, k, m, tau, stream));
+    }
     AETHER_TRY(launch_index_scores(
         device_span<const std::uint16_t>(screen_rows, packs * pack * width * dim),
         device_span<const float>(device_plans.screen_weights, packs * pack * width), packs,
@@ -170,23 +167,70 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                            counts, stream));
     return Ok{};
   };
-  std::vector<std::int32_t> host_counts(n);
-  if (options.fall_back_when_unpaid) {  // the probe: query 0 on the first kProbe keys
-    const std::size_t probe = std::min(count, kProbe);
-    const PlanBlob first(plans.first(1), host.weights.first(heads), width, pack);
+
+  // While the device checks the scorer's inputs for NaN and inf, device work that
+  // writes only the workspace: on the scorer's checked shapes, full scoring's
+  // scorer or every key's norm; then, once the host's refusals (in the model's
+  // order) have passed, the seeds' marks and the probe, query 0 on the first kProbe
+  // keys, whose survivor count arrives with the verdict.
+  const auto early = [&]() -> cudaError_t {
+    if (n == 0 || k == 0) return cudaSuccess;
+    if (cudaError_t e = take_workspace(); e != cudaSuccess) return e;
+    return prune ? key_norms(keys.bytes.data(), keys.format, dim, count, norms, scales, stream)
+                 : score_all();
+  };
+  const auto checked_then_started = [&](const HostInputs& in) -> Status<DosaError> {
+    if (plans.size() != n) return de::ShapeMismatch{n, plans.size()};
+    for (std::size_t t = 0; t < n; ++t)
+      if (auto st =
+              dosa_screen::check_plan(std::span(in.weights).subspan(t * heads, heads), plans[t]);
+          !st.ok())
+        return st;
+    if (count > k && seed_count < k) return de::TooFewSeeds{seed_count, k};
+    if (out.size() != n * k) return de::ShapeMismatch{n * k, out.size()};
+    if (n == 0 || k == 0 || !prune) return Ok{};
+    // the seeds ascending: their top-k's ties to the lower position are to the lower id
+    if (!std::is_sorted(in.seeds.begin(), in.seeds.end())) {
+      sorted.assign(in.seeds.begin(), in.seeds.end());
+      std::sort(sorted.begin(), sorted.end());
+    }
+    ascending = sorted.empty() ? in.seeds : sorted;
+    AETHER_TRY(cudaMemcpyAsync(seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice,
+                               stream));
+    AETHER_TRY(cudaMemsetAsync(is_seed, 0, count, stream));
+    AETHER_TRY(mark_seeds(seed_ids, seed_count, is_seed, stream));
+    host_counts.assign(n, 0);
+    if (!options.fall_back_when_unpaid) return Ok{};
+    const PlanBlob first(plans.first(1), in.weights.first(heads), width, pack);
     AETHER_TRY(first.upload(blob_bytes, stream, device_plans));
-    if (auto st = screen(1, probe); !st.ok()) return st;
+    if (auto st = screen(1, std::min(count, kProbe), true); !st.ok()) return st;
     AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, 4, cudaMemcpyDeviceToHost, stream));
-    AETHER_TRY(cudaStreamSynchronize(stream));
+    return Ok{};
+  };
+  HostInputs host;
+  if (auto st = check_inputs(queries, weights, query_count, keys, seeds, stream, host,
+                             checked_then_started, early);
+      !st.ok())
+    return st;
+  if (stats != nullptr) *stats = local;
+  if (n == 0 || k == 0) return Ok{};
+  if (!prune) return rank_all();
+  if (options.fall_back_when_unpaid) {  // the probe's count came with the verdict
+    const std::size_t probe = std::min(count, kProbe);
     const auto seeds_in_probe =
         std::size_t(std::lower_bound(ascending.begin(), ascending.end(), std::int32_t(probe)) -
                     ascending.begin());
     const std::size_t others = probe - seeds_in_probe;
-    if (!pays(others ? double(host_counts[0]) / double(others) : 0)) return in_full();
+    if (!pays(others ? double(host_counts[0]) / double(others) : 0)) {
+      local.screened = others;  // what the probe bounded, and what it kept
+      local.survivors = std::size_t(host_counts[0]);
+      AETHER_TRY(score_all());
+      return rank_all();
+    }
   }
   const PlanBlob all(plans, host.weights, width, padded);  // after the probe's wait
   AETHER_TRY(all.upload(blob_bytes, stream, device_plans));
-  if (auto st = screen(n, count); !st.ok()) return st;
+  if (auto st = screen(n, count, false); !st.ok()) return st;
   AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, n * 4, cudaMemcpyDeviceToHost, stream));
   AETHER_TRY(cudaStreamSynchronize(stream));
   const std::size_t longest =
@@ -219,7 +263,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       if (host_tau[t] == kFiller)  // kFiller would tie with its candidates: in full
         AETHER_TRY(launch_index_scores(queries.subspan(t * heads * dim, heads * dim),
                                        weights.subspan(t * heads, heads), 1, keys, {}, 0,
-                                       all_rows.subspan(t * count, count), stream));
+                                       device_span<float>(rows + t * count, count), stream));
     if (auto st = rank_rows(); !st.ok()) return st;
   }
   local.screened = n * (count - seed_count);
@@ -233,8 +277,11 @@ Status<DosaError> dosa_bounds(device_span<const std::uint16_t> query,
                               device_span<const float> weights, const DeviceIndexKeys& keys,
                               const DosaPlan& plan, device_span<double> out, Stream stream) {
   HostInputs host;
-  if (auto st = check_inputs(query, weights, 1, keys, {}, stream, host); !st.ok()) return st;
-  if (auto st = dosa_screen::check_plan(host.weights, plan); !st.ok()) return st;
+  if (auto st = check_inputs(
+          query, weights, 1, keys, {}, stream, host,
+          [&](const HostInputs& in) { return dosa_screen::check_plan(in.weights, plan); });
+      !st.ok())
+    return st;
   const std::size_t dim = keys.dim, row_bytes = key_row_bytes(keys.format, dim);
   const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
   if (out.size() != count) return de::ShapeMismatch{count, out.size()};
@@ -259,7 +306,7 @@ Status<DosaError> dosa_bounds(device_span<const std::uint16_t> query,
   DevicePlans device_plans;
   AETHER_TRY(blob.upload(blob_bytes, stream, device_plans));
   AETHER_TRY(key_norms(keys.bytes.data(), keys.format, dim, count, norms, scales, stream));
-  AETHER_TRY(prepare_screens(query.data(), weights.data(), 1, weights.size(), dim, device_plans,
+  AETHER_TRY(prepare_screens(query.data(), weights.data(), 1, 1, weights.size(), dim, device_plans,
                              rows, terms, stream));
   AETHER_TRY(launch_index_scores(device_span<const std::uint16_t>(rows, width * dim),
                                  device_span<const float>(device_plans.screen_weights, width), 1,

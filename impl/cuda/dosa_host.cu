@@ -21,13 +21,20 @@ DosaError from_indexer(const IndexerError& e) {
 Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
                                device_span<const float> weights, std::size_t query_count,
                                const DeviceIndexKeys& keys, device_span<const std::int32_t> seeds,
-                               Stream stream, HostInputs& host) {
+                               Stream stream, HostInputs& host, const HostCheck& more,
+                               const std::function<cudaError_t()>& early) {
   thread_local struct Pinned {
     void* p = nullptr;
     std::size_t bytes = 0;
     std::vector<char> seen;
-    ~Pinned() { cudaFreeHost(p); }
+    cudaEvent_t landed = nullptr;  // the downloads, ahead of the scorer's check
+    ~Pinned() {
+      cudaFreeHost(p);
+      if (landed != nullptr) cudaEventDestroy(landed);
+    }
   } pinned;
+  if (pinned.landed == nullptr)
+    AETHER_DOSA_TRY(cudaEventCreateWithFlags(&pinned.landed, cudaEventDisableTiming));
   const std::size_t weight_bytes = (weights.size_bytes() + 15) / 16 * 16;
   if (const std::size_t bytes = weight_bytes + seeds.size_bytes(); bytes > pinned.bytes) {
     cudaFreeHost(pinned.p);
@@ -44,21 +51,33 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
   if (!seeds.empty())
     AETHER_DOSA_TRY(
         cudaMemcpyAsync(s, seeds.data(), seeds.size_bytes(), cudaMemcpyDeviceToHost, stream));
-  if (auto st = check_index_scores(queries, weights, query_count, keys, stream); !st.ok()) {
+  AETHER_DOSA_TRY(cudaEventRecord(pinned.landed, stream));
+  // The seeds, then the caller's checks, while the device reads every key for the
+  // scorer's check; their verdicts come after the scorer's, in the model's order.
+  Status<DosaError> seeds_ok = Ok{}, more_ok = Ok{};
+  const auto on_host = [&] {
+    if (cudaError_t e = early ? early() : cudaSuccess; e != cudaSuccess)
+      return void(seeds_ok = de::DeviceFailure{int(e)});
+    if (cudaError_t e = cudaEventSynchronize(pinned.landed); e != cudaSuccess)
+      return void(seeds_ok = de::DeviceFailure{int(e)});
+    host = {{w, weights.size()}, {s, seeds.size()}};
+    const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+    const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
+    pinned.seen.assign(count, 0);
+    for (std::size_t i = 0; i < host.seeds.size(); ++i) {
+      const std::int32_t id = host.seeds[i];
+      if (id < 0 || std::size_t(id) >= count || pinned.seen[std::size_t(id)])
+        return void(seeds_ok = de::BadSeed{i, id});
+      pinned.seen[std::size_t(id)] = 1;
+    }
+    if (more) more_ok = more(host);
+  };
+  if (auto st = check_index_scores(queries, weights, query_count, keys, stream, on_host);
+      !st.ok()) {
     cudaStreamSynchronize(stream);  // the copies land before the buffer is reused
     return from_indexer(st.error());
   }
-  host = {{w, weights.size()}, {s, seeds.size()}};
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
-  pinned.seen.assign(count, 0);
-  for (std::size_t i = 0; i < host.seeds.size(); ++i) {
-    const std::int32_t id = host.seeds[i];
-    if (id < 0 || std::size_t(id) >= count || pinned.seen[std::size_t(id)])
-      return de::BadSeed{i, id};
-    pinned.seen[std::size_t(id)] = 1;
-  }
-  return Ok{};
+  return !seeds_ok.ok() ? seeds_ok : more_ok;
 }
 
 // The widest screen of a batch in whole 16-head tiles (zero rows and weights pad

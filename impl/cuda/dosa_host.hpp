@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -66,16 +67,20 @@ class Workspace {
 
 // The host's copies of weights (for the plan check and the screens' weights) and
 // seeds, in the calling thread's pinned memory (grown as needed), so that their
-// downloads ride on the scorer check's one wait; then the seeds checked in the
-// model's order.
+// downloads ride on the scorer check's one wait. While the device checks the
+// scorer's inputs, `early` queues device work that needs only the scorer's shapes
+// (checked by then on the host), then the seeds are checked in the model's order,
+// then `more` (the plans); the first refusal in the model's order is returned.
 struct HostInputs {
   std::span<const float> weights;
   std::span<const std::int32_t> seeds;
 };
+using HostCheck = std::function<Status<DosaError>(const HostInputs&)>;
 Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
                                device_span<const float> weights, std::size_t query_count,
                                const DeviceIndexKeys& keys, device_span<const std::int32_t> seeds,
-                               Stream stream, HostInputs& host);
+                               Stream stream, HostInputs& host, const HostCheck& more = {},
+                               const std::function<cudaError_t()>& early = {});
 
 // A batch's plans flattened into one buffer (DevicePlans' sections, each 16-byte
 // aligned), uploaded in one copy to `device`; returns the device view.

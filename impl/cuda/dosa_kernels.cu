@@ -1,6 +1,6 @@
 // The kernels of CUDA DoSA (impl/cuda/dosa_kernels.hpp) up to the survivors: norms,
-// the screens' preparation, the threshold and the bound test. The merges are in
-// dosa_merge.cu.
+// the screens' preparation and the bound test. The thresholds are in
+// dosa_threshold.cu, the merges in dosa_merge.cu.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 namespace aether::cuda::dosa {
 
 namespace {
-constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int kThreads = 256;
 
 unsigned blocks_for(std::size_t n) {
   return unsigned(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, 65535));
@@ -90,37 +90,48 @@ __global__ void norms_kernel(const std::byte* keys, KeyFormat format, std::size_
 }
 
 // Block t: query t's screen, as dosa_screen::prepare computes it on the host (the
-// same formulas; sums in another order, each covered for any order).
-__global__ void prepare_kernel(const std::uint16_t* queries, const float* weights,
-                               std::size_t heads, std::size_t dim, DevicePlans plans,
-                               std::uint16_t* rows, ScreenTerms* terms) {
+// same formulas; sums in another order, each covered for any order); blocks from
+// query_count on zero their rows. A warp a head or anchor at a time: a query's
+// preparation is a chain of short steps, so the block is as wide as it may be.
+constexpr int kPrepareThreads = 1024, kPrepareWarps = kPrepareThreads / 32;
+__global__ void __launch_bounds__(kPrepareThreads)
+    prepare_kernel(const std::uint16_t* queries, const float* weights, std::size_t query_count,
+                   std::size_t heads, std::size_t dim, DevicePlans plans, std::uint16_t* rows,
+                   ScreenTerms* terms) {
   __shared__ double head_norm[kMaxHeads], share[kMaxHeads], squares[kMaxDim], moved[kMaxDim];
-  __shared__ double part[kWarps][2];
+  __shared__ double part[kPrepareWarps][2];
   __shared__ float w[kMaxHeads], screen_weights[kMaxHeads + 16];
   __shared__ std::uint32_t kept[kMaxHeads], pooled[kMaxHeads];
   extern __shared__ __align__(16) std::uint16_t q[];  // the query, staged: later reads are shared
   const std::size_t t = blockIdx.x, width = plans.width;
+  if (t >= query_count) {
+    for (std::size_t x = threadIdx.x; x < width * dim; x += kPrepareThreads)
+      rows[t * width * dim + x] = 0;
+    return;
+  }
   const std::uint32_t r0 = plans.retained_first[t], retained = plans.retained_first[t + 1] - r0;
   const std::uint32_t g0 = plans.aggregated_first[t], pool = plans.aggregated_first[t + 1] - g0;
   // 16 bytes a load where the query allows it (a load a thread, all in flight together)
   const std::uint16_t* source = queries + t * heads * dim;
   if (heads * dim % 8 == 0 && reinterpret_cast<std::uintptr_t>(source) % 16 == 0) {
 #pragma unroll 4
-    for (std::size_t i = threadIdx.x; i < heads * dim / 8; i += kThreads)
+    for (std::size_t i = threadIdx.x; i < heads * dim / 8; i += kPrepareThreads)
       reinterpret_cast<uint4*>(q)[i] = reinterpret_cast<const uint4*>(source)[i];
   } else {
 #pragma unroll 4
-    for (std::size_t i = threadIdx.x; i < heads * dim; i += kThreads) q[i] = source[i];
+    for (std::size_t i = threadIdx.x; i < heads * dim; i += kPrepareThreads) q[i] = source[i];
   }
-  for (std::size_t h = threadIdx.x; h < heads; h += kThreads) w[h] = weights[t * heads + h];
-  for (std::size_t r = threadIdx.x; r < retained; r += kThreads) kept[r] = plans.retained[r0 + r];
-  for (std::size_t g = threadIdx.x; g < pool; g += kThreads) pooled[g] = plans.aggregated[g0 + g];
-  for (std::size_t r = threadIdx.x; r < width; r += kThreads)
+  for (std::size_t h = threadIdx.x; h < heads; h += kPrepareThreads) w[h] = weights[t * heads + h];
+  for (std::size_t r = threadIdx.x; r < retained; r += kPrepareThreads)
+    kept[r] = plans.retained[r0 + r];
+  for (std::size_t g = threadIdx.x; g < pool; g += kPrepareThreads)
+    pooled[g] = plans.aggregated[g0 + g];
+  for (std::size_t r = threadIdx.x; r < width; r += kPrepareThreads)
     screen_weights[r] = plans.screen_weights[t * width + r];
   __syncthreads();
   const auto value = [&](std::size_t h, std::size_t i) { return bf16_value(q[h * dim + i]); };
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  for (std::size_t h = warp; h < heads; h += kWarps) {
+  for (std::size_t h = warp; h < heads; h += kPrepareWarps) {
     double s = 0;
     for (std::size_t i = lane; i < dim; i += 32) s += value(h, i) * value(h, i);
     s = warp_sum(s);
@@ -128,7 +139,7 @@ __global__ void prepare_kernel(const std::uint16_t* queries, const float* weight
   }
   __syncthreads();
   const std::uint32_t a0 = plans.anchor_first[t], a1 = plans.anchor_first[t + 1];
-  for (std::uint32_t e = a0 + warp; e < a1; e += kWarps) {
+  for (std::uint32_t e = a0 + warp; e < a1; e += kPrepareWarps) {
     const AnchorEntry a = plans.anchors[e];
     double s = 0;
     for (std::size_t i = lane; i < dim; i += 32) {
@@ -152,7 +163,7 @@ __global__ void prepare_kernel(const std::uint16_t* queries, const float* weight
     }
   }
   std::uint16_t* screen = rows + t * width * dim;
-  for (std::size_t i = threadIdx.x; i < dim && pool > 0; i += kThreads) {
+  for (std::size_t i = threadIdx.x; i < dim && pool > 0; i += kPrepareThreads) {
     double a = 0;
     for (std::uint32_t g = 0; g < pool; ++g) a += fabs(double(w[pooled[g]])) * value(pooled[g], i);
     const __nv_bfloat16 stored = __float2bfloat16_rn(float(a));
@@ -162,7 +173,7 @@ __global__ void prepare_kernel(const std::uint16_t* queries, const float* weight
     moved[i] = (v - a) * (v - a);
   }
   const std::size_t own = retained + (pool > 0 ? 1 : 0);
-  for (std::size_t x = threadIdx.x; x < width * dim; x += kThreads) {
+  for (std::size_t x = threadIdx.x; x < width * dim; x += kPrepareThreads) {
     const std::size_t r = x / dim, i = x - r * dim;
     if (r < retained)
       screen[x] = q[std::size_t(kept[r]) * dim + i];
@@ -220,24 +231,6 @@ __global__ void prepare_kernel(const std::uint16_t* queries, const float* weight
         double(pool) * 0x1p-52 * part[3][0] + dosa_screen::norm_from_squares(part[4][1], dim);
   }
   terms[t] = dosa_screen::terms_of(sums, error_index(heads, dim), error_index(own, dim));
-}
-
-// tau_t: block t's least seed top-K score.
-__global__ void threshold_kernel(const float* seed_scores, std::size_t seed_count,
-                                 const std::int32_t* lanes, std::size_t k, float* tau) {
-  __shared__ float least[kThreads];
-  const std::size_t t = blockIdx.x;
-  float m = 3.40282347e38f;
-  for (std::size_t i = threadIdx.x; i < k; i += kThreads)
-    m = fminf(m, seed_scores[t * seed_count + std::size_t(lanes[t * k + i])]);
-  least[threadIdx.x] = m;
-  __syncthreads();
-  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half)
-      least[threadIdx.x] = fminf(least[threadIdx.x], least[threadIdx.x + half]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) tau[t] = least[0];
 }
 
 // Thread (key j, queries [8 y, 8 y + 8)): key j is listed for a query when it is not
@@ -298,24 +291,17 @@ cudaError_t key_norms(const std::byte* keys, KeyFormat format, std::size_t dim, 
   return cudaGetLastError();
 }
 cudaError_t prepare_screens(const std::uint16_t* queries, const float* weights,
-                            std::size_t query_count, std::size_t heads, std::size_t dim,
-                            const DevicePlans& plans, std::uint16_t* rows, ScreenTerms* terms,
-                            cudaStream_t stream) {
+                            std::size_t query_count, std::size_t padded, std::size_t heads,
+                            std::size_t dim, const DevicePlans& plans, std::uint16_t* rows,
+                            ScreenTerms* terms, cudaStream_t stream) {
   const std::size_t shared = heads * dim * 2;
   if (shared > 48 * 1024)
     if (cudaError_t e = cudaFuncSetAttribute(
             prepare_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
         e != cudaSuccess)
       return e;
-  prepare_kernel<<<unsigned(query_count), kThreads, shared, stream>>>(queries, weights, heads, dim,
-                                                                      plans, rows, terms);
-  return cudaGetLastError();
-}
-cudaError_t seed_threshold(const float* seed_scores, std::size_t seed_count,
-                           const std::int32_t* lanes, std::size_t k, std::size_t query_count,
-                           float* tau, cudaStream_t stream) {
-  threshold_kernel<<<unsigned(query_count), kThreads, 0, stream>>>(seed_scores, seed_count, lanes,
-                                                                   k, tau);
+  prepare_kernel<<<unsigned(padded), kPrepareThreads, shared, stream>>>(
+      queries, weights, query_count, heads, dim, plans, rows, terms);
   return cudaGetLastError();
 }
 cudaError_t screen_keys(const float* p, std::size_t stride, std::size_t count,

@@ -54,15 +54,20 @@ cudaError_t mark_seeds(const std::int32_t* seeds, std::size_t n, std::uint8_t* i
 cudaError_t key_norms(const std::byte* keys, KeyFormat format, std::size_t dim, std::size_t count,
                       double* norms, float* scales, cudaStream_t stream);
 // Each query's screen rows [T, width, D] (bf16: retained rows, then a_A, zero
-// rows after) and terms, computed as dosa_screen::prepare computes them.
+// rows after) and terms, computed as dosa_screen::prepare computes them; the rows
+// of queries [T, padded) zero (a scorer batch's padding).
 cudaError_t prepare_screens(const std::uint16_t* queries, const float* weights,
-                            std::size_t query_count, std::size_t heads, std::size_t dim,
-                            const DevicePlans& plans, std::uint16_t* rows, ScreenTerms* terms,
-                            cudaStream_t stream);
+                            std::size_t query_count, std::size_t padded, std::size_t heads,
+                            std::size_t dim, const DevicePlans& plans, std::uint16_t* rows,
+                            ScreenTerms* terms, cudaStream_t stream);
 // tau_t: the least score of query t's seed top-K (lanes: positions in the seed list).
 cudaError_t seed_threshold(const float* seed_scores, std::size_t seed_count,
                            const std::int32_t* lanes, std::size_t k, std::size_t query_count,
                            float* tau, cudaStream_t stream);
+// *tau: the k-th greatest of scores[0, n) (1 <= k <= n, all finite), one query's
+// tau without its seeds' top-k (the probe's).
+cudaError_t kth_greatest(const float* scores, std::size_t n, std::size_t k, float* tau,
+                         cudaStream_t stream);
 // Keys [0, count) of every query's screen values p [T, stride]: a non-seed key whose
 // bound reaches tau_t is appended to list[t stride ...], counts[t] (zeroed before) its length.
 cudaError_t screen_keys(const float* p, std::size_t stride, std::size_t count,

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "impl/cuda/indexer.hpp"
 
@@ -30,10 +31,14 @@ struct ScoreList {
 
 // index_scores' checks, in its order, waiting for the device's verdict: Ok when
 // every query, weight and key is finite, the shapes of queries, weights and keys
-// agree and the device runs the shape.
+// agree and the device runs the shape. `meanwhile`, when given, runs on the host
+// while the device checks (once the pass is queued, before its wait), so that a
+// caller's own host checks cost no time of their own; it is not run when a check
+// decided on the host refuses first.
 Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries,
                                         device_span<const float> weights, std::size_t query_count,
-                                        const DeviceIndexKeys& keys, Stream stream);
+                                        const DeviceIndexKeys& keys, Stream stream,
+                                        const std::function<void()>& meanwhile = {});
 
 // Scores queued on `stream` for inputs check_index_scores passed: out [T, L] with
 // no list (list.ids nullptr), else out [T, list_capacity] as ScoreList says (ids

@@ -83,7 +83,8 @@ __global__ void validate(const std::uint16_t* queries, const float* weights, con
 
 Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries,
                                         device_span<const float> weights, std::size_t query_count,
-                                        const DeviceIndexKeys& keys, Stream stream) {
+                                        const DeviceIndexKeys& keys, Stream stream,
+                                        const std::function<void()>& meanwhile) {
   // The model's order (model::index_scores_batch): shapes of queries and weights,
   // non-finite queries and weights, then the keys' shape and values. What the
   // device cannot run is refused before any data is read.
@@ -117,6 +118,7 @@ Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries
   const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256, 4096));
   validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(),
                                        keys.format, s, v.word());
+  if (meanwhile) meanwhile();
   if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
   const unsigned long long verdict = v.refusal();
   if (verdict != kNoError) {

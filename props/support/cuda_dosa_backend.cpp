@@ -1,4 +1,5 @@
 #include "impl/cuda/dosa.hpp"
+#include "impl/cuda/dosa_kernels.hpp"
 #include "props/support/device_buffer.hpp"
 #include "props/support/dosa_backends.hpp"
 
@@ -33,6 +34,16 @@ Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
                                         plan, d_out.span());
   d_out.download(out);
   return status;
+}
+
+float cuda_kth_greatest(std::span<const float> scores, std::size_t k) {
+  DeviceBuffer<float> d_scores(scores), d_tau(std::vector<float>{0.0f});
+  cuda_check(cuda::dosa::kth_greatest(d_scores.span().data(), scores.size(), k, d_tau.span().data(),
+                                      nullptr),
+             "kth_greatest");
+  float tau = 0;
+  d_tau.download(std::span(&tau, 1));
+  return tau;
 }
 
 }  // namespace aether::props

@@ -37,6 +37,9 @@ Status<DosaError> cuda_dosa_topk(std::span<const std::uint16_t> queries,
 Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
                                    std::span<const float> weights, const IndexKeys& keys,
                                    const DosaPlan& plan, std::span<double> out);
+// The probe's threshold kernel (cuda::dosa::kth_greatest) on `scores`: their k-th
+// greatest, 1 <= k <= scores.size(), every score finite.
+float cuda_kth_greatest(std::span<const float> scores, std::size_t k);
 #endif
 
 }  // namespace aether::props
