@@ -9,6 +9,7 @@
 #include "model/compress.hpp"
 #include "props/support/compress_gen.hpp"
 #include "props/support/property.hpp"
+#include "tests/compress_backend_test.hpp"
 
 namespace aether {
 namespace {
@@ -29,16 +30,7 @@ TEST(CompressModel, a_data_refusal_may_change_what_the_step_writes_but_not_its_p
             (std::set<std::size_t>{7 + 0, 7 + 1, 7 + 3, 7 + 4, 7 + 5, 7 + 6}));
 }
 
-class CompressRefusal : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam().starts_with("cuda") && !props::gpu_present())
-      GTEST_SKIP() << "no CUDA device visible";
-    for (auto& b : props::impl_compress_backends())
-      if (b.name == GetParam()) backend = b;
-  }
-  props::CompressBackend backend;
-};
+class CompressRefusal : public CompressBackendTest {};
 
 // Lab 26's first two positions (tests/compress_test.cpp), as (score ln w, value)
 // pairs in D = 2: weights (1, 3) and (3, 1), values (0, 10) and (8, 2).

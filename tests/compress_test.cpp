@@ -13,6 +13,7 @@
 #include "model/compress.hpp"
 #include "props/support/compress_gen.hpp"
 #include "props/support/property.hpp"
+#include "tests/compress_backend_test.hpp"
 
 namespace aether {
 namespace {
@@ -158,16 +159,7 @@ TEST(CompressModel, lab26_state_payload) {
 
 // ---- the backends ---------------------------------------------------------------
 
-class Compress : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam().starts_with("cuda") && !props::gpu_present())
-      GTEST_SKIP() << "no CUDA device visible";
-    for (auto& b : props::impl_compress_backends())
-      if (b.name == GetParam()) backend = b;
-  }
-  props::CompressBackend backend;
-};
+class Compress : public CompressBackendTest {};
 
 // The lab's positions with scores ln(w): the exact rows are bf16 numbers, and the
 // backends' rows round to them.
