@@ -10,6 +10,7 @@
 #include "model/compress.hpp"
 #include "props/support/agreement.hpp"
 #include "props/support/compare.hpp"
+#include "props/support/compress_batch_gen.hpp"
 #include "props/support/compress_gen.hpp"
 #include "props/support/cpu_threads.hpp"
 #include "props/support/property.hpp"

@@ -15,7 +15,7 @@
 #include "api/dosa.hpp"
 #include "api/formats.hpp"
 #include "props/support/compress_backends.hpp"
-#include "props/support/compress_gen.hpp"
+#include "props/support/compress_batch_gen.hpp"
 #include "props/support/dosa_gen.hpp"
 #include "props/support/formats_gen.hpp"
 #include "props/support/indexer_backends.hpp"
