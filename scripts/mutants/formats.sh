@@ -1,0 +1,41 @@
+# The formats mutants of scripts/mutants.sh (sourced by it): mutant COMPONENT NAME FILE
+# SED-EXPRESSION, cuda_mutant for those that need a GPU.
+# formats: a UE8M0 scale rounded down, ties away from even, saturation to NaN, the
+# index block's scale section one row off
+mutant formats model-ue8m0-scale-one-power-low model/formats.cpp \
+  's|  return std::uint8_t(b);|  return std::uint8_t(b > 0 ? b - 1 : 0);|'
+mutant formats model-ties-away-from-even model/formats.cpp \
+  's|profile == RoundingProfile::Cuda \&\& (code \& 1) == 0;|profile == RoundingProfile::Cuda;|'
+mutant formats model-index-scales-one-row-off model/formats.cpp \
+  's|  return {row \* (dim / 2), rows \* (dim / 2) + row \* (dim / 32)};|  return {row * (dim / 2), (rows - 1) * (dim / 2) + row * (dim / 32)};|'
+mutant formats codes-ue8m0-scale-rounded-down impl/formats_codes.hpp \
+  's|                                   cudaRoundPosInf);|                                   cudaRoundMinInf);|'
+mutant formats codes-ties-not-to-even impl/formats_codes.hpp \
+  's|  if (profile == RoundingProfile::Cuda \|\| magnitude == 0) return code;|  if (magnitude == 0) return code;|'
+mutant formats codes-saturation-to-nan impl/formats_codes.hpp \
+  's|__nv_cvt_double_to_fp8(q, __NV_SATFINITE, __NV_E4M3)|__nv_cvt_double_to_fp8(q, __NV_NOSAT, __NV_E4M3)|'
+mutant formats cpu-index-scales-one-row-off impl/cpu/formats.cpp \
+  's|  return {row \* data_bytes, rows \* data_bytes + row \* scale_bytes};|  return {row * data_bytes, (rows - 1) * data_bytes + row * scale_bytes};|'
+mutant formats codes-ue8m0-bits-threshold-one-low impl/formats_codes.hpp \
+  's|(e4m3 ? 0x600000u : 0x400000u)|(e4m3 ? 0x5fffffu : 0x400000u)|'
+mutant formats codes-ue8m0-value-one-power-low impl/formats_codes.hpp \
+  's|std::uint64_t(byte + 896u) << 52|std::uint64_t(byte + 895u) << 52|'
+
+# formats on CUDA (staged): the index block's scale section one row off, a slot
+# given twice not refused, or refused at the earlier row, the E2M1 table's sides
+# swapped, the scale's inverse one power off, a placeholder's row stored at byte 0,
+# a group's amax taken from one half of it
+cuda_mutant formats cuda-index-scales-one-row-off impl/cuda/formats_rows.cuh \
+  's|    return block \* rows_per_block \* row_bytes + rows_per_block \* (dim / 2) +|    return block * rows_per_block * row_bytes + (rows_per_block - 1) * (dim / 2) +|'
+cuda_mutant formats cuda-slot-twice-not-refused impl/cuda/formats_store.cuh \
+  's|    if (before != ~0u) atomicMin|    if (false \&\& before != ~0u) atomicMin|'
+cuda_mutant formats cuda-slot-twice-refused-at-the-earlier-row impl/cuda/formats_store.cuh \
+  's|refusal(0, before > j ? before : j)|refusal(0, before > j ? j : before)|'
+cuda_mutant formats cuda-e2m1-sides-swapped impl/cuda/formats_rows.cuh \
+  's|return q == v ? 0 : q > v ? 1 : 2;|return q == v ? 0 : q > v ? 2 : 1;|'
+cuda_mutant formats cuda-inverse-scale-one-power-off impl/cuda/formats_store.cuh \
+  's|unsigned(254 - scale) << 23|unsigned(253 - scale) << 23|'
+cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh \
+  's|  p.stored = p.row < b.count \&\& lay.inside(slot);|  p.stored = p.row < b.count \&\& (slot == -1 \|\| lay.inside(slot));|'
+cuda_mutant formats cuda-group-amax-from-one-half impl/cuda/formats_store.cuh \
+  's|bits = max(bits, __shfl_xor_sync(kAll, bits, 1));|bits = max(bits, 0u);|'
