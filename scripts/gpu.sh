@@ -51,13 +51,13 @@ want() { [[ $steps == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
 if want suites; then
 for c in witness indexer indexer_scores paging compress compress_refusal compress_cuda dosa dosa_cuda formats_cuda; do
-  step ${c}_test "$build/tests/${c}_test" || failed_tests+="${c%_cuda} "
+  step ${c}_test "$build/tests/${c}_test" || failed_tests+="${c%%_*} "  # the component
 done
 checked witness step witness_props "$build/props/witness_props"
 checked indexer step indexer_props "$build/props/indexer_props" --gtest_filter='IndexerCuda.*'
 checked indexer step indexer_scores_props "$build/props/indexer_scores_props" --gtest_filter='IndexerCuda.*'
 checked paging step paging_props "$build/props/paging_props" --gtest_filter='PagingCuda.*'
-checked dosa_cuda step dosa_cuda_props "$build/props/dosa_cuda_props"
+checked dosa step dosa_cuda_props "$build/props/dosa_cuda_props"
 step formats_props "$build/props/formats_props" --gtest_filter='FormatsCuda.*' || failed_tests+="formats "
 checked compress step compress_props "$build/props/compress_props" --gtest_filter='CompressCuda.*'
 checked compress step compress_refusal_props "$build/props/compress_refusal_props" --gtest_filter='CompressCuda.*'
@@ -87,8 +87,8 @@ for tool in ${AETHER_SANITIZE_TOOLS:-memcheck initcheck racecheck synccheck}; do
     "$([[ $tool == racecheck ]] && echo '-*large_prefills*' || echo '*')"
   audit compress compress_props "$build/props/compress_props" 'CompressCuda.*'
   audit compress compress_refusal_props "$build/props/compress_refusal_props" 'CompressCuda.*'
-  audit dosa_cuda dosa_cuda_test "$build/tests/dosa_cuda_test" '*'
-  audit dosa_cuda dosa_cuda_props "$build/props/dosa_cuda_props" '*'
+  audit dosa dosa_cuda_test "$build/tests/dosa_cuda_test" '*'
+  audit dosa dosa_cuda_props "$build/props/dosa_cuda_props" '*'
   audit formats formats_cuda_test "$build/tests/formats_cuda_test" '*'
   audit formats formats_props "$build/props/formats_props" 'FormatsCuda.*'
 done
