@@ -168,6 +168,22 @@ TEST(DosaCuda, the_probe_decides_and_the_lanes_stay_full_scorings) {
                     scores, p.keys, std::vector<std::int32_t>(n, std::int32_t(p.keys)), k, want)
                     .ok());
     EXPECT_EQ(got, want);
+    // A later plan is checked while the probe runs: its refusal is still the first in
+    // the model's order (before too few seeds), and `out` keeps its bytes.
+    std::vector<DosaPlan> bad = plans;
+    bad[5].retained.push_back(bad[5].retained.front());
+    const std::span<const std::int32_t> all_seeds(seeds);
+    for (const auto s : {all_seeds, all_seeds.first(k - 1)}) {
+      std::vector<std::int32_t> untouched(n * k, 77);
+      const auto st =
+          props::cuda_dosa_topk(queries, w.weights, n, keys.view(), k, s, bad, untouched);
+      EXPECT_EQ(st.error(), (DosaError{de::BadPlan{bad[5].retained.front()}}));
+      EXPECT_EQ(untouched, std::vector<std::int32_t>(n * k, 77));
+    }
+    EXPECT_EQ(props::cuda_dosa_topk(queries, w.weights, n, keys.view(), k, all_seeds.first(k - 1),
+                                    plans, got)
+                  .error(),
+              (DosaError{de::TooFewSeeds{k - 1, k}}));
   }
 #else
   GTEST_SKIP() << "built without CUDA";

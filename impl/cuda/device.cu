@@ -28,6 +28,27 @@ Result<int, DeviceError> device_count() {
   return n;
 }
 
+int allow_dynamic_shared(const void* kernel) {
+  thread_local std::vector<std::pair<const void*, int>> allowed;
+  int device = 0, most = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (std::find(allowed.begin(), allowed.end(), std::pair{kernel, device}) != allowed.end())
+    return 0;
+  cudaFuncAttributes attributes{};
+  if (cudaError_t e =
+          cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      e != cudaSuccess)
+    return e;
+  if (cudaError_t e = cudaFuncGetAttributes(&attributes, kernel); e != cudaSuccess) return e;
+  // a block's static shared memory counts against the same limit
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           most - int(attributes.sharedSizeBytes));
+      e != cudaSuccess)
+    return e;
+  allowed.emplace_back(kernel, device);
+  return 0;
+}
+
 std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared) {
   struct Known {
     const void* kernel;
@@ -42,9 +63,7 @@ std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic
         k.dynamic_shared == dynamic_shared)
       return k.blocks;
   int sms = 0, per_sm = 0;
-  if (dynamic_shared > 48 * 1024 &&
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           int(dynamic_shared)) != cudaSuccess) {
+  if (dynamic_shared > 48 * 1024 && allow_dynamic_shared(kernel) != 0) {
     cudaGetLastError();  // not sticky: the caller takes another path
     return 0;
   }
@@ -64,6 +83,7 @@ struct VerdictSlots {
     for (auto& [device, v] : by_device) {
       cudaFree(v.device);
       cudaFreeHost(const_cast<DeviceVerdict*>(v.host));
+      cudaEventDestroy(v.copied);
     }
   }
 };
@@ -85,6 +105,12 @@ int verdict_slot(Verdict& verdict) {
       return e;
     }
     v.host = host;
+    if (cudaError_t e = cudaEventCreateWithFlags(&v.copied, cudaEventDisableTiming);
+        e != cudaSuccess) {
+      cudaFree(v.device);
+      cudaFreeHost(host);
+      return e;
+    }
     slots.by_device.emplace_back(device, v);
     it = slots.by_device.end() - 1;
   }
@@ -102,11 +128,18 @@ int begin_verdict(Verdict& verdict, Stream stream) {
   return reset_verdict(verdict.device, stream);
 }
 
-int end_verdict(const Verdict& verdict, Stream stream) {
+int queue_verdict_copy(const Verdict& verdict, Stream stream) {
   if (cudaError_t e = cudaMemcpyAsync(const_cast<DeviceVerdict*>(verdict.host), verdict.device,
                                       sizeof *verdict.device, cudaMemcpyDeviceToHost, stream);
       e != cudaSuccess)
     return e;
+  return cudaEventRecord(verdict.copied, stream);
+}
+
+int wait_verdict(const Verdict& verdict) { return cudaEventSynchronize(verdict.copied); }
+
+int end_verdict(const Verdict& verdict, Stream stream) {
+  if (int e = queue_verdict_copy(verdict, stream)) return e;
   return cudaStreamSynchronize(stream);
 }
 

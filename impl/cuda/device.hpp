@@ -11,6 +11,7 @@
 #include "api/result.hpp"
 
 struct CUstream_st;
+struct CUevent_st;
 
 namespace aether::cuda {
 
@@ -96,6 +97,7 @@ struct DeviceVerdict {
 struct Verdict {
   DeviceVerdict* device = nullptr;
   const DeviceVerdict* host = nullptr;
+  CUevent_st* copied = nullptr;  // a cudaEvent_t, recorded behind the host copy
   unsigned long long* word() const { return &device->refusal; }
   unsigned long long refusal() const { return host->refusal; }
 };
@@ -106,6 +108,10 @@ int reset_verdict(DeviceVerdict* verdict, Stream stream);
 int begin_verdict(Verdict& verdict, Stream stream);
 // Copies the device verdict to *verdict.host and waits for `stream`; 0 or the cudaError_t.
 int end_verdict(const Verdict& verdict, Stream stream);
+// The same in two steps, so that work queued between them runs after the copy and
+// is not waited for: queue the copy (and an event behind it), then wait for that event.
+int queue_verdict_copy(const Verdict& verdict, Stream stream);
+int wait_verdict(const Verdict& verdict);
 
 // Blocks of `kernel` (a __global__ function's address) with `threads` threads
 // and `dynamic_shared` bytes of dynamic shared memory each that the current
@@ -114,6 +120,11 @@ int end_verdict(const Verdict& verdict, Stream stream);
 // size and device (the queries cost microseconds per call); 0 if the runtime
 // cannot say or the device cannot hold one such block.
 std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared = 0);
+// Lets `kernel` take as much dynamic shared memory as the current device's opt-in
+// maximum leaves beside its static shared memory, once per kernel and device (the attribute costs
+// microseconds a call, and one value for every caller never lowers what another launch needs); 0 or
+// the cudaError_t.
+int allow_dynamic_shared(const void* kernel);
 
 // The most metadata one upload kernel carries in its parameters (under the 32764
 // bytes CUDA 12.1 and later accept).

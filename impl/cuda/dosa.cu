@@ -55,6 +55,9 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                kPays * full_tiles;
   };
   const bool prune = count > k && pays(0);
+  // The probe's keys: query 0 against the first kProbe, their norms queued first.
+  const bool probing = prune && options.fall_back_when_unpaid;
+  const std::size_t probe = probing ? std::min(count, kProbe) : 0;
 
   DosaStats local;
   Workspace ws;
@@ -110,9 +113,9 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
 
   // Full scoring's own lanes: the scorer over every key into `rows` (a workspace, so
   // it may run before the inputs' verdict), then the top-k into `out` (after it).
-  const auto score_all = [&]() -> cudaError_t {
+  const auto score_all = [&](const ScoreList& gated) -> cudaError_t {
     if (count == 0) return cudaSuccess;
-    return launch_index_scores(queries, weights, n, keys, {}, 0,
+    return launch_index_scores(queries, weights, n, keys, gated, 0,
                                device_span<float>(rows, n * count), stream);
   };
   const auto rank_rows = [&]() -> Status<DosaError> {
@@ -133,19 +136,21 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
     return rank_rows();
   };
 
-  std::vector<std::int32_t> sorted, host_counts;
-  std::span<const std::int32_t> ascending;
+  std::vector<std::int32_t> sorted;
+  std::span<std::int32_t> host_counts;
+  std::int32_t probe_pays_up_to = 0;
   DevicePlans device_plans;
   // Queries [0, m) against keys [0, m_keys): the queries' screens, their seeds'
   // scores, top-K and tau, then the screen and the bound test.
   // (The probe needs only tau: kth_greatest, not the seeds' top-k the merge reads.)
-  const auto screen = [&](std::size_t m, std::size_t m_keys, bool probe) -> Status<DosaError> {
+  const auto screen = [&](std::size_t m, std::size_t m_keys, const std::int32_t* ids,
+                          bool probe) -> Status<DosaError> {
     const std::size_t packs = (m + pack - 1) / pack;
     AETHER_TRY(prepare_screens(queries.data(), weights.data(), m, packs * pack, heads, dim,
-                               device_plans, screen_rows, terms, stream));
+                               device_plans, screen_rows, terms, counts, stream));
     AETHER_TRY(launch_index_scores(queries.subspan(0, m * heads * dim),
                                    weights.subspan(0, m * heads), m, keys,
-                                   ScoreList{seed_ids, 0, nullptr}, seed_count,
+                                   ScoreList{ids, 0, nullptr}, seed_count,
                                    device_span<float>(seed_scores, m * seed_count), stream));
     if (probe) {
       AETHER_TRY(kth_greatest(seed_scores, seed_count, k, tau, stream));
@@ -162,7 +167,6 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
         DeviceIndexKeys{keys.format, keys.bytes.subspan(0, m_keys * row_bytes), dim},
         ScoreList{.heads_per_score = width}, 0, device_span<float>(rows, packs * pack * m_keys),
         stream));
-    AETHER_TRY(cudaMemsetAsync(counts, 0, m * 4, stream));
     AETHER_TRY(screen_keys(rows, m_keys, m_keys, m, terms, tau, norms, scales, is_seed, list,
                            counts, stream));
     return Ok{};
@@ -170,42 +174,70 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
 
   // While the device checks the scorer's inputs for NaN and inf, device work that
   // writes only the workspace: on the scorer's checked shapes, full scoring's
-  // scorer or every key's norm; then, once the host's refusals (in the model's
-  // order) have passed, the seeds' marks and the probe, query 0 on the first kProbe
-  // keys, whose survivor count arrives with the verdict.
+  // scorer or the probe's keys' norms; then, once the seeds and plan 0 have passed
+  // the host's checks, the seeds' marks and the probe, query 0 on the first kProbe
+  // keys, whose survivor count the host reads after the verdict, the fallback's
+  // full scoring queued behind it (the other plans are checked while it runs).
   const auto early = [&]() -> cudaError_t {
     if (n == 0 || k == 0) return cudaSuccess;
     if (cudaError_t e = take_workspace(); e != cudaSuccess) return e;
-    return prune ? key_norms(keys.bytes.data(), keys.format, dim, count, norms, scales, stream)
-                 : score_all();
+    return prune ? key_norms(keys.bytes.data(), keys.format, dim, probing ? probe : count, norms,
+                             scales, stream)
+                 : score_all({});
   };
-  const auto checked_then_started = [&](const HostInputs& in) -> Status<DosaError> {
-    if (plans.size() != n) return de::ShapeMismatch{n, plans.size()};
-    for (std::size_t t = 0; t < n; ++t)
+  // Plan 0 first when probing (the probe reads it), the others while the device probes.
+  const std::size_t checked_first = probing && n > 0 ? 1 : n;
+  const auto plans_ok = [&](const HostInputs& in, std::size_t from, std::size_t to) {
+    for (std::size_t t = from; t < to; ++t)
       if (auto st =
               dosa_screen::check_plan(std::span(in.weights).subspan(t * heads, heads), plans[t]);
           !st.ok())
         return st;
-    if (count > k && seed_count < k) return de::TooFewSeeds{seed_count, k};
-    if (out.size() != n * k) return de::ShapeMismatch{n * k, out.size()};
-    if (n == 0 || k == 0 || !prune) return Ok{};
+    return Status<DosaError>(Ok{});
+  };
+  const auto checked_then_started = [&](const HostInputs& in) -> Status<DosaError> {
+    if (plans.size() != n) return de::ShapeMismatch{n, plans.size()};
+    if (auto st = plans_ok(in, 0, checked_first); !st.ok()) return st;
+    const auto after_plans = [&](Status<DosaError> refusal) {
+      auto st = plans_ok(in, checked_first, n);
+      return st.ok() ? refusal : st;
+    };
+    if (count > k && seed_count < k) return after_plans(de::TooFewSeeds{seed_count, k});
+    if (out.size() != n * k) return after_plans(de::ShapeMismatch{n * k, out.size()});
+    if (n == 0 || k == 0 || !prune) return after_plans(Ok{});
+    AETHER_TRY(cudaMemsetAsync(is_seed, 0, count, stream));
+    AETHER_TRY(mark_seeds(seeds.data(), seed_count, is_seed, stream));
+    host_counts = pinned_counts(n);
+    if (host_counts.data() == nullptr) return de::DeviceFailure{int(cudaErrorMemoryAllocation)};
+    if (probing) {  // query 0 against the first `probe` keys, on the caller's seeds
+      const PlanBlob first(plans.first(1), in.weights.first(heads), width, pack);
+      AETHER_TRY(first.upload(blob_bytes, stream, device_plans));
+      if (auto st = screen(1, probe, seeds.data(), true); !st.ok()) return st;
+      AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, 4, cudaMemcpyDeviceToHost, stream));
+      AETHER_TRY(cudaEventRecord(probe_counted(), stream));
+      // The most survivors of the probe's others (its keys not seeds) at which
+      // pruning still pays.
+      std::size_t others = probe;
+      for (const std::int32_t id : in.seeds) others -= std::size_t(id) < probe;
+      const auto pays_at = [&](std::size_t c) { return others == 0 || pays(double(c) / others); };
+      std::size_t lo = 0, hi = others;  // pays_at(lo); pays falls as the survivors rise
+      if (pays_at(hi)) lo = hi;
+      while (hi - lo > 1) (pays_at((lo + hi) / 2) ? lo : hi) = (lo + hi) / 2;
+      local.screened = others;
+      // Full scoring, run by the device only when the probe's count says pruning does
+      // not pay: a fallback waits for no host round trip.
+      AETHER_TRY(score_all(ScoreList{.gate = counts, .gate_limit = std::int32_t(lo)}));
+      probe_pays_up_to = std::int32_t(lo);
+    }
     // the seeds ascending: their top-k's ties to the lower position are to the lower id
     if (!std::is_sorted(in.seeds.begin(), in.seeds.end())) {
       sorted.assign(in.seeds.begin(), in.seeds.end());
       std::sort(sorted.begin(), sorted.end());
     }
-    ascending = sorted.empty() ? in.seeds : sorted;
+    const std::span<const std::int32_t> ascending = sorted.empty() ? in.seeds : sorted;
     AETHER_TRY(cudaMemcpyAsync(seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice,
                                stream));
-    AETHER_TRY(cudaMemsetAsync(is_seed, 0, count, stream));
-    AETHER_TRY(mark_seeds(seed_ids, seed_count, is_seed, stream));
-    host_counts.assign(n, 0);
-    if (!options.fall_back_when_unpaid) return Ok{};
-    const PlanBlob first(plans.first(1), in.weights.first(heads), width, pack);
-    AETHER_TRY(first.upload(blob_bytes, stream, device_plans));
-    if (auto st = screen(1, std::min(count, kProbe), true); !st.ok()) return st;
-    AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, 4, cudaMemcpyDeviceToHost, stream));
-    return Ok{};
+    return after_plans(Ok{});
   };
   HostInputs host;
   if (auto st = check_inputs(queries, weights, query_count, keys, seeds, stream, host,
@@ -215,22 +247,19 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   if (stats != nullptr) *stats = local;
   if (n == 0 || k == 0) return Ok{};
   if (!prune) return rank_all();
-  if (options.fall_back_when_unpaid) {  // the probe's count came with the verdict
-    const std::size_t probe = std::min(count, kProbe);
-    const auto seeds_in_probe =
-        std::size_t(std::lower_bound(ascending.begin(), ascending.end(), std::int32_t(probe)) -
-                    ascending.begin());
-    const std::size_t others = probe - seeds_in_probe;
-    if (!pays(others ? double(host_counts[0]) / double(others) : 0)) {
-      local.screened = others;  // what the probe bounded, and what it kept
-      local.survivors = std::size_t(host_counts[0]);
-      AETHER_TRY(score_all());
+  if (probing) {  // the probe's count, its fallback queued behind it
+    AETHER_TRY(cudaEventSynchronize(probe_counted()));
+    if (host_counts[0] > probe_pays_up_to) {
+      local.survivors = std::size_t(host_counts[0]);  // of the probe's others
       return rank_all();
     }
+    if (probe < count)
+      AETHER_TRY(key_norms(keys.bytes.data() + probe * row_bytes, keys.format, dim, count - probe,
+                           norms + probe, scales + probe, stream));
   }
   const PlanBlob all(plans, host.weights, width, padded);  // after the probe's wait
   AETHER_TRY(all.upload(blob_bytes, stream, device_plans));
-  if (auto st = screen(n, count, false); !st.ok()) return st;
+  if (auto st = screen(n, count, seed_ids, false); !st.ok()) return st;
   AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, n * 4, cudaMemcpyDeviceToHost, stream));
   AETHER_TRY(cudaStreamSynchronize(stream));
   const std::size_t longest =
@@ -270,49 +299,6 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   local.seeds_scored = n * seed_count;
   for (std::int32_t c : host_counts) local.survivors += std::size_t(c);
   if (stats != nullptr) *stats = local;
-  return Ok{};
-}
-
-Status<DosaError> dosa_bounds(device_span<const std::uint16_t> query,
-                              device_span<const float> weights, const DeviceIndexKeys& keys,
-                              const DosaPlan& plan, device_span<double> out, Stream stream) {
-  HostInputs host;
-  if (auto st = check_inputs(
-          query, weights, 1, keys, {}, stream, host,
-          [&](const HostInputs& in) { return dosa_screen::check_plan(in.weights, plan); });
-      !st.ok())
-    return st;
-  const std::size_t dim = keys.dim, row_bytes = key_row_bytes(keys.format, dim);
-  const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
-  if (out.size() != count) return de::ShapeMismatch{count, out.size()};
-  if (count == 0) return Ok{};
-  const std::span<const DosaPlan> plans(&plan, 1);
-  const std::size_t width = widest_screen(plans);
-  const PlanBlob blob(plans, host.weights, width, 1);
-  Workspace ws;
-  ws.reserve<std::byte>(blob.size());
-  ws.reserve<float>(count);
-  ws.reserve<double>(count);
-  ws.reserve<float>(count);
-  ws.reserve<std::uint16_t>(width * dim);
-  ws.reserve<ScreenTerms>(1);
-  AETHER_TRY(ws.allocate());
-  auto* blob_bytes = ws.take<std::byte>(blob.size());
-  float* p = ws.take<float>(count);
-  double* norms = ws.take<double>(count);
-  float* scales = ws.take<float>(count);
-  auto* rows = ws.take<std::uint16_t>(width * dim);
-  auto* terms = ws.take<ScreenTerms>(1);
-  DevicePlans device_plans;
-  AETHER_TRY(blob.upload(blob_bytes, stream, device_plans));
-  AETHER_TRY(key_norms(keys.bytes.data(), keys.format, dim, count, norms, scales, stream));
-  AETHER_TRY(prepare_screens(query.data(), weights.data(), 1, 1, weights.size(), dim, device_plans,
-                             rows, terms, stream));
-  AETHER_TRY(launch_index_scores(device_span<const std::uint16_t>(rows, width * dim),
-                                 device_span<const float>(device_plans.screen_weights, width), 1,
-                                 keys, {}, 0, device_span<float>(p, count), stream));
-  AETHER_TRY(key_bounds(p, count, terms, norms, scales, out.data(), stream));
-  AETHER_TRY(cudaStreamSynchronize(stream));
   return Ok{};
 }
 

@@ -2,6 +2,7 @@
 #include "impl/cuda/dosa_host.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "impl/cuda/indexer_scores.hpp"
 
@@ -63,8 +64,12 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
     host = {{w, weights.size()}, {s, seeds.size()}};
     const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
     const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
-    pinned.seen.assign(count, 0);
-    for (std::size_t i = 0; i < host.seeds.size(); ++i) {
+    const auto& ids = host.seeds;  // strictly ascending inside the keys: no bad seed
+    const bool fine = ids.empty() || (ids.front() >= 0 && std::size_t(ids.back()) < count &&
+                                      std::adjacent_find(ids.begin(), ids.end(),
+                                                         std::greater_equal<>()) == ids.end());
+    if (!fine) pinned.seen.assign(count, 0);
+    for (std::size_t i = 0; !fine && i < host.seeds.size(); ++i) {
       const std::int32_t id = host.seeds[i];
       if (id < 0 || std::size_t(id) >= count || pinned.seen[std::size_t(id)])
         return void(seeds_ok = de::BadSeed{i, id});
@@ -77,7 +82,35 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
     cudaStreamSynchronize(stream);  // the copies land before the buffer is reused
     return from_indexer(st.error());
   }
+  if (!seeds_ok.ok() || !more_ok.ok()) cudaStreamSynchronize(stream);
   return !seeds_ok.ok() ? seeds_ok : more_ok;
+}
+
+std::span<std::int32_t> pinned_counts(std::size_t n) {
+  thread_local struct Held {
+    void* p = nullptr;
+    std::size_t n = 0;
+    ~Held() { cudaFreeHost(p); }
+  } held;
+  if (held.n < n) {
+    cudaFreeHost(held.p);
+    held.p = nullptr;
+    held.n = 0;
+    if (cudaMallocHost(&held.p, n * 4) != cudaSuccess) return {};
+    held.n = n;
+  }
+  return {static_cast<std::int32_t*>(held.p), n};
+}
+
+cudaEvent_t probe_counted() {
+  thread_local struct Held {
+    cudaEvent_t e = nullptr;
+    ~Held() {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+  } held;
+  if (held.e == nullptr) cudaEventCreateWithFlags(&held.e, cudaEventDisableTiming);
+  return held.e;
 }
 
 // The widest screen of a batch in whole 16-head tiles (zero rows and weights pad

@@ -71,6 +71,8 @@ class Workspace {
 // scorer's inputs, `early` queues device work that needs only the scorer's shapes
 // (checked by then on the host), then the seeds are checked in the model's order,
 // then `more` (the plans); the first refusal in the model's order is returned.
+// The wait covers the check alone: work `early` and `more` queue may still run
+// (on a refusal the stream is drained first, the workspace being reused).
 struct HostInputs {
   std::span<const float> weights;
   std::span<const std::int32_t> seeds;
@@ -81,6 +83,14 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
                                const DeviceIndexKeys& keys, device_span<const std::int32_t> seeds,
                                Stream stream, HostInputs& host, const HostCheck& more = {},
                                const std::function<cudaError_t()>& early = {});
+
+// The calling thread's pinned host memory for n survivor counts (grown as needed;
+// empty if it cannot be had): a download into pageable memory holds the host until
+// the device gets there, and the probe's count is followed by more work to queue.
+std::span<std::int32_t> pinned_counts(std::size_t n);
+// The calling thread's event recorded behind the probe's count, so that the host
+// waits for the count and not for the fallback's full scoring queued after it.
+cudaEvent_t probe_counted();
 
 // A batch's plans flattened into one buffer (DevicePlans' sections, each 16-byte
 // aligned), uploaded in one copy to `device`; returns the device view.

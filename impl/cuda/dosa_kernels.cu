@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "impl/cuda/device.hpp"
 #include "impl/cuda/dosa_kernels.hpp"
 #include "impl/cuda/key_rows.cuh"
 
@@ -97,13 +98,14 @@ constexpr int kPrepareThreads = 1024, kPrepareWarps = kPrepareThreads / 32;
 __global__ void __launch_bounds__(kPrepareThreads)
     prepare_kernel(const std::uint16_t* queries, const float* weights, std::size_t query_count,
                    std::size_t heads, std::size_t dim, DevicePlans plans, std::uint16_t* rows,
-                   ScreenTerms* terms) {
+                   ScreenTerms* terms, std::int32_t* survivors) {
   __shared__ double head_norm[kMaxHeads], share[kMaxHeads], squares[kMaxDim], moved[kMaxDim];
   __shared__ double part[kPrepareWarps][2];
   __shared__ float w[kMaxHeads], screen_weights[kMaxHeads + 16];
   __shared__ std::uint32_t kept[kMaxHeads], pooled[kMaxHeads];
   extern __shared__ __align__(16) std::uint16_t q[];  // the query, staged: later reads are shared
   const std::size_t t = blockIdx.x, width = plans.width;
+  if (survivors != nullptr && t < query_count && threadIdx.x == 0) survivors[t] = 0;
   if (t >= query_count) {
     for (std::size_t x = threadIdx.x; x < width * dim; x += kPrepareThreads)
       rows[t * width * dim + x] = 0;
@@ -293,15 +295,13 @@ cudaError_t key_norms(const std::byte* keys, KeyFormat format, std::size_t dim, 
 cudaError_t prepare_screens(const std::uint16_t* queries, const float* weights,
                             std::size_t query_count, std::size_t padded, std::size_t heads,
                             std::size_t dim, const DevicePlans& plans, std::uint16_t* rows,
-                            ScreenTerms* terms, cudaStream_t stream) {
+                            ScreenTerms* terms, std::int32_t* survivors, cudaStream_t stream) {
   const std::size_t shared = heads * dim * 2;
   if (shared > 48 * 1024)
-    if (cudaError_t e = cudaFuncSetAttribute(
-            prepare_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-        e != cudaSuccess)
-      return e;
+    if (int e = allow_dynamic_shared(reinterpret_cast<const void*>(prepare_kernel)))
+      return cudaError_t(e);
   prepare_kernel<<<unsigned(padded), kPrepareThreads, shared, stream>>>(
-      queries, weights, query_count, heads, dim, plans, rows, terms);
+      queries, weights, query_count, heads, dim, plans, rows, terms, survivors);
   return cudaGetLastError();
 }
 cudaError_t screen_keys(const float* p, std::size_t stride, std::size_t count,

@@ -55,11 +55,12 @@ cudaError_t key_norms(const std::byte* keys, KeyFormat format, std::size_t dim, 
                       double* norms, float* scales, cudaStream_t stream);
 // Each query's screen rows [T, width, D] (bf16: retained rows, then a_A, zero
 // rows after) and terms, computed as dosa_screen::prepare computes them; the rows
-// of queries [T, padded) zero (a scorer batch's padding).
+// of queries [T, padded) zero (a scorer batch's padding). survivors[t], when
+// given, is set to 0 for screen_keys to count into (one launch less than a memset).
 cudaError_t prepare_screens(const std::uint16_t* queries, const float* weights,
                             std::size_t query_count, std::size_t padded, std::size_t heads,
                             std::size_t dim, const DevicePlans& plans, std::uint16_t* rows,
-                            ScreenTerms* terms, cudaStream_t stream);
+                            ScreenTerms* terms, std::int32_t* survivors, cudaStream_t stream);
 // tau_t: the least score of query t's seed top-K (lanes: positions in the seed list).
 cudaError_t seed_threshold(const float* seed_scores, std::size_t seed_count,
                            const std::int32_t* lanes, std::size_t k, std::size_t query_count,

@@ -127,6 +127,7 @@ template <KeyFormat kFormat, int kMaxSteps, bool kGrouped>
 __global__ void __launch_bounds__(kThreads)
     score(const std::uint16_t* queries, const float* weights, const std::byte* keys, Shape s,
           float* out) {
+  if (s.list.gate != nullptr && *s.list.gate <= s.list.gate_limit) return;
   extern __shared__ __align__(128) unsigned char smem[];
   const Layout lay(s);
   bf16* key_tile = reinterpret_cast<bf16*>(smem);
@@ -249,10 +250,7 @@ cudaError_t launch_score(const std::uint16_t* queries, const float* weights, con
   const int bytes = int(lay.bytes());
   auto* kernel =
       s.list.heads_per_score ? score<kFormat, kMaxSteps, true> : score<kFormat, kMaxSteps, false>;
-  if (cudaError_t e =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-      e != cudaSuccess)
-    return e;
+  if (int e = allow_dynamic_shared(reinterpret_cast<const void*>(kernel))) return cudaError_t(e);
   const std::size_t key_tiles = (s.keys + kTileKeys - 1) / kTileKeys;
   if (s.list.queries_per_block > 1) {
     const std::size_t wave =

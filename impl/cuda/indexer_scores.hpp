@@ -27,13 +27,19 @@ struct ScoreList {
   // (a multiple of 16 dividing the heads) make their own, out [T H / heads_per_score,
   // L]: several small queries scored as one, each score the bits it has alone.
   std::size_t heads_per_score = 0;
+  // With a gate, the launch scores only when *gate > gate_limit, read on the device:
+  // scoring queued before the host knows whether it is needed (DoSA's fallback).
+  const std::int32_t* gate = nullptr;
+  std::int32_t gate_limit = 0;
 };
 
 // index_scores' checks, in its order, waiting for the device's verdict: Ok when
 // every query, weight and key is finite, the shapes of queries, weights and keys
 // agree and the device runs the shape. `meanwhile`, when given, runs on the host
-// while the device checks (once the pass is queued, before its wait), so that a
-// caller's own host checks cost no time of their own; it is not run when a check
+// while the device checks (once the check and the verdict's copy are queued, before
+// the wait), so that a caller's own host checks cost no time of their own; device
+// work it queues runs after the verdict's copy and is not waited for (it must write
+// only what the caller may change whatever the verdict). It is not run when a check
 // decided on the host refuses first.
 Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries,
                                         device_span<const float> weights, std::size_t query_count,

@@ -118,8 +118,9 @@ Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries
   const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256, 4096));
   validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(),
                                        keys.format, s, v.word());
+  if (int e = queue_verdict_copy(v, stream)) return ie::DeviceFailure{e};
   if (meanwhile) meanwhile();
-  if (int e = end_verdict(v, stream)) return ie::DeviceFailure{e};
+  if (int e = wait_verdict(v)) return ie::DeviceFailure{e};
   const unsigned long long verdict = v.refusal();
   if (verdict != kNoError) {
     const unsigned input = unsigned(verdict >> 62);

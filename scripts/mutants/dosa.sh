@@ -72,3 +72,6 @@ cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
 # the probe's select counting keys of other prefixes (a lower tau)
 cuda_mutant dosa cuda-probe-select-counts-other-prefixes impl/cuda/dosa_threshold.cu \
   's|      if ((key \& high) == want) atomicAdd|      if ((key \& high) >= want) atomicAdd|'
+# the fallback's queued scorer gated the wrong way round (a fallback ranks stale rows)
+cuda_mutant dosa cuda-fallback-gate-inverted impl/cuda/indexer_scores.cu \
+  's|  if (s.list.gate != nullptr \&\& \*s.list.gate <= s.list.gate_limit) return;|  if (s.list.gate != nullptr \&\& *s.list.gate > s.list.gate_limit) return;|'
