@@ -187,25 +187,31 @@ __global__ void __launch_bounds__(kThreads)
     const float* w = weights + t * s.heads;
     const bf16* a_row = query_tile + a_offset;
     // The reduction across lanes and the store of one score a key: after all heads,
-    // or (kGrouped) after each ScoreList::heads_per_score of them.
+    // or (kGrouped) after each ScoreList::heads_per_score of them. The column's eight
+    // lanes (xor 4, 8, 16) reduce-scatter their eight values: each round adds the
+    // partner's half to the half a lane keeps, the same pairs in the same rounds as
+    // summing all eight everywhere (so the same bits), in 7 shuffles, not 24; lane
+    // (g, c) then holds key (2 g0 + g1) 8 + 2 c + g2 and stores it.
+    const unsigned g0 = g & 1, g1 = g >> 1 & 1, g2 = g >> 2;
     const auto flush = [&](float(&total)[4][2], std::size_t score) {
+      float v[8];
 #pragma unroll
-      for (int n = 0; n < 4; ++n)
+      for (int i = 0; i < 8; ++i) v[i] = total[i / 2][i % 2];
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
+      for (int j = 0; j < 4; ++j) {
+        const float send = g0 ? v[j] : v[4 + j], keep = g0 ? v[4 + j] : v[j];
+        v[j] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
+      }
 #pragma unroll
-          for (int m = 4; m <= 16; m *= 2)
-            total[n][e] += __shfl_xor_sync(0xffffffffu, total[n][e], m);
-      if (g == 0)
-#pragma unroll
-        for (int n = 0; n < 4; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const unsigned key = warp * 32 + unsigned(n) * 8 + col + unsigned(e);
-            if (key < valid_keys)
-              out[score * s.keys + key0 + key] =
-                  kFormat == KeyFormat::E4M3 ? total[n][e] * scale_tile[key] : total[n][e];
-          }
+      for (int j = 0; j < 2; ++j) {
+        const float send = g1 ? v[j] : v[2 + j], keep = g1 ? v[2 + j] : v[j];
+        v[j] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+      }
+      const float send = g2 ? v[0] : v[1], keep = g2 ? v[1] : v[0];
+      const float sum = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+      const unsigned key = warp * 32 + (2 * g0 + g1) * 8 + col + g2;
+      if (key < valid_keys)
+        out[score * s.keys + key0 + key] = kFormat == KeyFormat::E4M3 ? sum * scale_tile[key] : sum;
     };
     const unsigned group = kGrouped ? unsigned(s.list.heads_per_score) : lay.heads16;
     float total[4][2] = {};  // [key tile][column] over this lane's heads
