@@ -16,7 +16,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -24,9 +23,8 @@
 #include <vector>
 
 #include "bench/cuda_timing.cuh"
-#include "impl/cpu/dosa.hpp"
 #include "impl/cuda/dosa.hpp"
-#include "props/support/dosa_workload.hpp"
+#include "props/support/dosa_bf16_case.hpp"
 
 namespace {
 
@@ -36,9 +34,6 @@ using bench::check;
 
 constexpr std::size_t kK = 2048;
 
-std::uint16_t bf16_bits(float x) { return std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16); }
-float bf16_value(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
-
 template <class T>
 T* upload(const std::vector<T>& host) {
   T* p = nullptr;
@@ -46,24 +41,6 @@ T* upload(const std::vector<T>& host) {
   check(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
   return p;
 }
-
-// A workload on the device: bf16 queries and keys (cut from the floats, which the
-// CPU's plan rule and cold prior read in their bf16 values).
-struct Case {
-  props::DosaWorkloadParams p;
-  std::vector<float> queries, keys;  // bf16 values
-  std::vector<std::uint16_t> query_bits, key_bits;
-  std::vector<float> weights;
-  explicit Case(const props::DosaWorkloadParams& params) : p(params) {
-    const props::DosaWorkload w = props::make_dosa_workload(p);
-    for (float x : w.queries)
-      query_bits.push_back(bf16_bits(x)), queries.push_back(bf16_value(query_bits.back()));
-    for (float x : w.keys)
-      key_bits.push_back(bf16_bits(x)), keys.push_back(bf16_value(key_bits.back()));
-    weights = w.weights;
-  }
-  IndexKeys host_keys() const { return {KeyFormat::F32, std::as_bytes(std::span(keys)), p.dim}; }
-};
 
 double median_ms(int reps, const std::function<void()>& fn) {
   fn();  // warm: the workspace is allocated once
@@ -86,15 +63,12 @@ struct Result {
   bool identical;
 };
 
-Result run(const Case& c, std::size_t seed_count, std::size_t budget, bool fallback,
-           int reps = 11) {
+// Full scoring and DoSA on one case, `reps` calls each (the seeds and plans: the CPU's
+// cold prior and plan rule, props/support/dosa_bf16_case.hpp).
+Result run(const props::Bf16DosaCase& c, bool fallback, int reps = 11) {
   const std::size_t n = c.p.queries, h = c.p.heads, d = c.p.dim, L = c.p.keys;
-  const V seeds = cpu::cold_prior_seeds(c.queries, c.weights, n, c.host_keys(), kK, seed_count);
-  std::vector<DosaPlan> plans;
-  for (std::size_t t = 0; t < n; ++t)
-    plans.push_back(cpu::plan_heads(std::span(c.queries).subspan(t * h * d, h * d),
-                                    std::span(c.weights).subspan(t * h, h), c.host_keys(), budget,
-                                    cpu::plan_sample(seeds)));
+  const V& seeds = c.seeds;
+  const std::vector<DosaPlan>& plans = c.plans;
   auto* q = upload(c.query_bits);
   auto* w = upload(c.weights);
   auto* k = upload(c.key_bits);
@@ -148,12 +122,6 @@ void print(const char* name, const props::DosaWorkloadParams& p, std::size_t see
       r.identical ? "identical" : "DIFFER");
 }
 
-props::DosaWorkloadParams parallel_heads(props::DosaWorkloadParams p) {
-  p.head_directions = 1;
-  p.head_noise = 0;
-  p.query_drift = 0;
-  return p;
-}
 props::DosaWorkloadParams gaussian(props::DosaWorkloadParams p) {
   p.key_directions = 0;
   p.key_noise = 1;
@@ -168,10 +136,10 @@ int timing() {
     props::DosaWorkloadParams base;
     base.keys = keys;
     for (const auto& [name, p] : {std::pair{"default", base}, std::pair{"gaussian", gaussian(base)},
-                                  std::pair{"parallel heads", parallel_heads(base)}})
+                                  std::pair{"parallel heads", props::parallel_heads(base)}})
       for (const std::size_t seed_count : {4096, 12288})
         for (const std::size_t budget : {15, 16}) {
-          const Result r = run(Case(p), seed_count, budget, true);
+          const Result r = run(props::bf16_dosa_case(p, kK, seed_count, budget), true);
           print(name, p, seed_count, budget, r);
           ok = ok && r.identical;
         }
@@ -182,10 +150,10 @@ int timing() {
 int breakeven() {
   bool ok = true;
   for (const float noise : {0.0f, 0.02f, 0.05f, 0.1f, 0.2f, 0.3f}) {
-    props::DosaWorkloadParams p = parallel_heads({});
+    props::DosaWorkloadParams p = props::parallel_heads({});
     p.keys = 131072;
     p.head_noise = noise;
-    const Result r = run(Case(p), 4096, 15, false);
+    const Result r = run(props::bf16_dosa_case(p, kK, 4096, 15), false);
     char name[32];
     std::snprintf(name, sizeof name, "noise %.2f", double(noise));
     print(name, p, 4096, 15, r);
@@ -195,9 +163,9 @@ int breakeven() {
 }
 
 int one() {
-  props::DosaWorkloadParams p = parallel_heads({});
+  props::DosaWorkloadParams p = props::parallel_heads({});
   p.keys = 131072;
-  const Result r = run(Case(p), 4096, 15, true, 1);
+  const Result r = run(props::bf16_dosa_case(p, kK, 4096, 15), true, 1);
   print("parallel heads", p, 4096, 15, r);
   return r.identical ? 0 : 1;
 }

@@ -6,9 +6,8 @@
 
 #include <bit>
 
-#include "impl/cpu/dosa.hpp"
 #include "props/support/dosa_backends.hpp"
-#include "props/support/dosa_workload.hpp"
+#include "props/support/dosa_bf16_case.hpp"
 #include "props/support/indexer_backends.hpp"
 #include "props/support/property.hpp"
 
@@ -138,50 +137,38 @@ TEST(DosaCuda, the_probe_decides_and_the_lanes_stay_full_scorings) {
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   props::DosaWorkloadParams base;
   base.keys = 131072;
-  props::DosaWorkloadParams parallel = base;
-  parallel.head_directions = 1;
-  parallel.head_noise = 0;
-  parallel.query_drift = 0;
-  for (const auto& [p, pruned] : {std::pair{base, false}, std::pair{parallel, true}}) {
-    const props::DosaWorkload w = props::make_dosa_workload(p);
-    const std::size_t n = p.queries, h = p.heads, d = p.dim, k = 2048;
-    const Bf16Keys keys{bf16(w.keys), d};
-    const std::vector<std::uint16_t> queries = bf16(w.queries);
-    const F query_values = props::bf16_values(queries), key_values = props::bf16_values(keys.bits);
-    const IndexKeys host_keys{KeyFormat::F32, std::as_bytes(std::span(key_values)), d};
-    const auto seeds = cpu::cold_prior_seeds(query_values, w.weights, n, host_keys, k, 4096);
-    std::vector<DosaPlan> plans;
-    for (std::size_t t = 0; t < n; ++t)
-      plans.push_back(cpu::plan_heads(std::span(query_values).subspan(t * h * d, h * d),
-                                      std::span(w.weights).subspan(t * h, h), host_keys, 15,
-                                      cpu::plan_sample(seeds)));
+  for (const auto& [p, pruned] :
+       {std::pair{base, false}, std::pair{props::parallel_heads(base), true}}) {
+    const std::size_t n = p.queries, k = 2048;
+    const props::Bf16DosaCase c = props::bf16_dosa_case(p, k, 4096, 15);
+    const Bf16Keys keys{c.key_bits, p.dim};
     std::vector<std::int32_t> got(n * k, 77), want(n * k, 77);
     DosaStats stats;
-    ASSERT_TRUE(
-        props::cuda_dosa_topk(queries, w.weights, n, keys.view(), k, seeds, plans, got, {}, &stats)
-            .ok());
+    ASSERT_TRUE(props::cuda_dosa_topk(c.query_bits, c.weights, n, keys.view(), k, c.seeds, c.plans,
+                                      got, {}, &stats)
+                    .ok());
     EXPECT_EQ(stats.full_queries, pruned ? 0 : n)
         << "survivors " << stats.survivors << " of " << stats.screened << " screened";
     F scores(n * p.keys);
-    ASSERT_TRUE(props::cuda_index_scores(queries, w.weights, n, keys.view(), scores).ok());
+    ASSERT_TRUE(props::cuda_index_scores(c.query_bits, c.weights, n, keys.view(), scores).ok());
     ASSERT_TRUE(props::cuda_valid_prefix_topk(
                     scores, p.keys, std::vector<std::int32_t>(n, std::int32_t(p.keys)), k, want)
                     .ok());
     EXPECT_EQ(got, want);
     // A later plan is checked while the probe runs: its refusal is still the first in
     // the model's order (before too few seeds), and `out` keeps its bytes.
-    std::vector<DosaPlan> bad = plans;
+    std::vector<DosaPlan> bad = c.plans;
     bad[5].retained.push_back(bad[5].retained.front());
-    const std::span<const std::int32_t> all_seeds(seeds);
+    const std::span<const std::int32_t> all_seeds(c.seeds);
     for (const auto s : {all_seeds, all_seeds.first(k - 1)}) {
       std::vector<std::int32_t> untouched(n * k, 77);
       const auto st =
-          props::cuda_dosa_topk(queries, w.weights, n, keys.view(), k, s, bad, untouched);
+          props::cuda_dosa_topk(c.query_bits, c.weights, n, keys.view(), k, s, bad, untouched);
       EXPECT_EQ(st.error(), (DosaError{de::BadPlan{bad[5].retained.front()}}));
       EXPECT_EQ(untouched, std::vector<std::int32_t>(n * k, 77));
     }
-    EXPECT_EQ(props::cuda_dosa_topk(queries, w.weights, n, keys.view(), k, all_seeds.first(k - 1),
-                                    plans, got)
+    EXPECT_EQ(props::cuda_dosa_topk(c.query_bits, c.weights, n, keys.view(), k,
+                                    all_seeds.first(k - 1), c.plans, got)
                   .error(),
               (DosaError{de::TooFewSeeds{k - 1, k}}));
   }
