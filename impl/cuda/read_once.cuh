@@ -89,6 +89,13 @@ __device__ __forceinline__ void warp_append(bool take, unsigned* counter, Write 
   if (take) write(base + unsigned(__popc(mask & ((1u << lane) - 1))));
 }
 
+// Queues the sample (indexer_read_once_sample.cu): per row, its threshold and
+// whether its ties are counted (info), the tie counts of its chunks zeroed where
+// they are. 0 or the cudaError_t.
+int launch_sample(const float* scores, std::size_t width, const std::int32_t* ends,
+                  std::size_t rows, std::size_t k, unsigned chunks, WideRow* info,
+                  unsigned* chunk_ties, DeviceVerdict* verdict, Stream stream);
+
 // Queues the finish (indexer_read_once_finish.cu): per row, the K best of its list
 // (and of its ties), or of its scores where the list cannot say; `out` written only
 // when the verdict stays clean. 0 or the cudaError_t.

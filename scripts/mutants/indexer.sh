@@ -42,25 +42,25 @@ cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once_fi
   's|Sort(index, 0, index_bits);|Sort(index, 0, index_bits - 1);|'
 cuda_mutant indexer cuda-gather-rereads-the-next-score impl/cuda/indexer_read_once.cu \
   's|return order_key(chunk_scores\[j - first\]); });|return order_key(chunk_scores[j - first + 1]); });|'
-cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/indexer_read_once_finish.cu \
+cuda_mutant indexer cuda-sub-bucket-taken-whole impl/cuda/read_once_select.cuh \
   's|      warp_append(c < in_bucket \&\& sub\[i\] > sub_bucket,|      warp_append(c < in_bucket \&\& sub[i] >= sub_bucket,|'
 cuda_mutant indexer cuda-bitmap-place-counts-its-own-bit impl/cuda/indexer_read_once_finish.cu \
   's|__popc(bits\[word\] \& ((1u << (x % 32)) - 1));|__popc(bits[word] \& (1u << (x % 32)));|'
-cuda_mutant indexer cuda-topk-verdict-not-reset impl/cuda/indexer_read_once.cu \
+cuda_mutant indexer cuda-topk-verdict-not-reset impl/cuda/indexer_read_once_sample.cu \
   's|      verdict->refusal = kNoRefusal, verdict->detail\[0\] = 0,|      verdict->detail[0] = 0,|'
-cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/indexer_read_once_finish.cu \
+cuda_mutant indexer cuda-bucket-taken-whole impl/cuda/read_once_select.cuh \
   's|    warp_append(valid \&\& level > bucket,|    warp_append(valid \&\& level >= bucket,|'
 cuda_mutant indexer cuda-warp-append-place-off impl/cuda/read_once.cuh \
   's|  if (take) write(base + unsigned(__popc(mask \& ((1u << lane) - 1))));|  if (take) write(base + unsigned(__popc(mask \& (1u << lane))));|'
 cuda_mutant indexer cuda-slow-rows-not-counted impl/cuda/indexer_read_once_finish.cu \
   's|      atomicAdd(reinterpret_cast<unsigned long long\*>(\&verdict->detail\[slow_path\]), 1ull);|      (void)0;|'
-cuda_mutant indexer cuda-refined-ties-to-higher-index impl/cuda/indexer_read_once_finish.cu \
+cuda_mutant indexer cuda-refined-ties-to-higher-index impl/cuda/read_once_select.cuh \
   's|  const auto merit = \[\](unsigned long long item) { return ~item; };|  const auto merit = [](unsigned long long item) { return item ^ 0xffffffff00000000ull; };|'
 cuda_mutant indexer cuda-plateau-ties-taken-after-the-first-chunk impl/cuda/indexer_read_once_finish.cu \
   's|  for (std::size_t c = 0; c < used \&\& taken < wanted; ++c) {|  for (std::size_t c = used > 1; c < used \&\& taken < wanted; ++c) {|'
 cuda_mutant indexer cuda-overflowing-list-dropped impl/cuda/indexer_read_once_finish.cu \
   's|  const unsigned count = row.candidates;|  const unsigned count = min(row.candidates, unsigned(kCandidates));|'
-cuda_mutant indexer cuda-refined-bin-of-the-kth-dropped impl/cuda/indexer_read_once_finish.cu \
+cuda_mutant indexer cuda-refined-bin-of-the-kth-dropped impl/cuda/read_once_select.cuh \
   's|    warp_append(valid \&\& (merit(item) \& fixed) >= prefix,|    warp_append(valid \&\& (merit(item) \& fixed) > prefix,|'
 cuda_mutant indexer cuda-list-round-place-off impl/cuda/indexer_read_once.cu \
   's|  const unsigned below = (1u << lane) - 1;|  const unsigned below = (2u << lane) - 1;|'
