@@ -24,42 +24,27 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
                                const DeviceIndexKeys& keys, device_span<const std::int32_t> seeds,
                                Stream stream, HostInputs& host, const HostCheck& more,
                                const std::function<cudaError_t()>& early) {
-  thread_local struct Pinned {
-    void* p = nullptr;
-    std::size_t bytes = 0;
-    std::vector<char> seen;
-    cudaEvent_t landed = nullptr;  // the downloads, ahead of the scorer's check
-    ~Pinned() {
-      cudaFreeHost(p);
-      if (landed != nullptr) cudaEventDestroy(landed);
-    }
-  } pinned;
-  if (pinned.landed == nullptr)
-    AETHER_DOSA_TRY(cudaEventCreateWithFlags(&pinned.landed, cudaEventDisableTiming));
+  thread_local HeldBuffer pinned(true);
+  thread_local HeldEvent landed;  // the downloads, ahead of the scorer's check
+  thread_local std::vector<char> seen;
   const std::size_t weight_bytes = (weights.size_bytes() + 15) / 16 * 16;
-  if (const std::size_t bytes = weight_bytes + seeds.size_bytes(); bytes > pinned.bytes) {
-    cudaFreeHost(pinned.p);
-    pinned.p = nullptr;
-    pinned.bytes = 0;
-    AETHER_DOSA_TRY(cudaMallocHost(&pinned.p, bytes));
-    pinned.bytes = bytes;
-  }
-  auto* w = static_cast<float*>(pinned.p);
-  auto* s = reinterpret_cast<std::int32_t*>(static_cast<char*>(pinned.p) + weight_bytes);
+  AETHER_DOSA_TRY(pinned.reserve(weight_bytes + seeds.size_bytes()));
+  auto* w = static_cast<float*>(pinned.data());
+  auto* s = reinterpret_cast<std::int32_t*>(static_cast<char*>(pinned.data()) + weight_bytes);
   if (!weights.empty())
     AETHER_DOSA_TRY(
         cudaMemcpyAsync(w, weights.data(), weights.size_bytes(), cudaMemcpyDeviceToHost, stream));
   if (!seeds.empty())
     AETHER_DOSA_TRY(
         cudaMemcpyAsync(s, seeds.data(), seeds.size_bytes(), cudaMemcpyDeviceToHost, stream));
-  AETHER_DOSA_TRY(cudaEventRecord(pinned.landed, stream));
+  AETHER_DOSA_TRY(cudaEventRecord(landed.get(), stream));
   // The seeds, then the caller's checks, while the device reads every key for the
   // scorer's check; their verdicts come after the scorer's, in the model's order.
   Status<DosaError> seeds_ok = Ok{}, more_ok = Ok{};
   const auto on_host = [&] {
     if (cudaError_t e = early ? early() : cudaSuccess; e != cudaSuccess)
       return void(seeds_ok = de::DeviceFailure{int(e)});
-    if (cudaError_t e = cudaEventSynchronize(pinned.landed); e != cudaSuccess)
+    if (cudaError_t e = cudaEventSynchronize(landed.get()); e != cudaSuccess)
       return void(seeds_ok = de::DeviceFailure{int(e)});
     host = {{w, weights.size()}, {s, seeds.size()}};
     const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
@@ -68,12 +53,12 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
     const bool fine = ids.empty() || (ids.front() >= 0 && std::size_t(ids.back()) < count &&
                                       std::adjacent_find(ids.begin(), ids.end(),
                                                          std::greater_equal<>()) == ids.end());
-    if (!fine) pinned.seen.assign(count, 0);
+    if (!fine) seen.assign(count, 0);
     for (std::size_t i = 0; !fine && i < host.seeds.size(); ++i) {
       const std::int32_t id = host.seeds[i];
-      if (id < 0 || std::size_t(id) >= count || pinned.seen[std::size_t(id)])
+      if (id < 0 || std::size_t(id) >= count || seen[std::size_t(id)])
         return void(seeds_ok = de::BadSeed{i, id});
-      pinned.seen[std::size_t(id)] = 1;
+      seen[std::size_t(id)] = 1;
     }
     if (more) more_ok = more(host);
   };
@@ -87,30 +72,14 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
 }
 
 std::span<std::int32_t> pinned_counts(std::size_t n) {
-  thread_local struct Held {
-    void* p = nullptr;
-    std::size_t n = 0;
-    ~Held() { cudaFreeHost(p); }
-  } held;
-  if (held.n < n) {
-    cudaFreeHost(held.p);
-    held.p = nullptr;
-    held.n = 0;
-    if (cudaMallocHost(&held.p, n * 4) != cudaSuccess) return {};
-    held.n = n;
-  }
-  return {static_cast<std::int32_t*>(held.p), n};
+  thread_local HeldBuffer held(true);
+  if (held.reserve(n * 4) != cudaSuccess) return {};
+  return {static_cast<std::int32_t*>(held.data()), n};
 }
 
 cudaEvent_t probe_counted() {
-  thread_local struct Held {
-    cudaEvent_t e = nullptr;
-    ~Held() {
-      if (e != nullptr) cudaEventDestroy(e);
-    }
-  } held;
-  if (held.e == nullptr) cudaEventCreateWithFlags(&held.e, cudaEventDisableTiming);
-  return held.e;
+  thread_local HeldEvent held;
+  return held.get();
 }
 
 // The widest screen of a batch in whole 16-head tiles (zero rows and weights pad

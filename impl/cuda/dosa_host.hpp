@@ -28,9 +28,58 @@ DosaError from_indexer(const IndexerError& e);
   if (const cudaError_t aether_e = cudaError_t(call); aether_e != 0) \
     return dosa_error::DeviceFailure { int(aether_e) }
 
-// The calling thread's device memory for a call's intermediates, grown as needed
-// and kept (a call waits for the device before it returns, so the next call may
-// reuse it), carved in 256-byte aligned pieces in the order reserved.
+// Memory the calling thread keeps from call to call, grown as needed (its contents
+// are lost when it grows) and freed when the thread ends: device memory, or pinned
+// host memory for copies the host must not wait on (a copy from or into pageable
+// memory holds the host).
+class HeldBuffer {
+ public:
+  explicit HeldBuffer(bool pinned) : pinned_(pinned) {}
+  HeldBuffer(const HeldBuffer&) = delete;
+  HeldBuffer& operator=(const HeldBuffer&) = delete;
+  ~HeldBuffer() { release(); }
+  // At least `bytes`; the cudaError_t of the allocation.
+  cudaError_t reserve(std::size_t bytes) {
+    if (bytes <= bytes_) return cudaSuccess;
+    release();
+    const cudaError_t e = pinned_ ? cudaMallocHost(&p_, bytes) : cudaMalloc(&p_, bytes);
+    if (e == cudaSuccess) bytes_ = bytes;
+    return e;
+  }
+  void* data() const { return p_; }
+
+ private:
+  void release() {
+    pinned_ ? cudaFreeHost(p_) : cudaFree(p_);
+    p_ = nullptr;
+    bytes_ = 0;
+  }
+  bool pinned_;
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// An event the calling thread keeps (created on first use; nullptr if it cannot be).
+class HeldEvent {
+ public:
+  HeldEvent() = default;
+  HeldEvent(const HeldEvent&) = delete;
+  HeldEvent& operator=(const HeldEvent&) = delete;
+  ~HeldEvent() {
+    if (e_ != nullptr) cudaEventDestroy(e_);
+  }
+  cudaEvent_t get() {
+    if (e_ == nullptr) cudaEventCreateWithFlags(&e_, cudaEventDisableTiming);
+    return e_;
+  }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// The calling thread's device memory for a call's intermediates (a HeldBuffer; a
+// call waits for the device before it returns, so the next call may reuse it),
+// carved in 256-byte aligned pieces in the order reserved.
 class Workspace {
  public:
   template <class T>
@@ -38,19 +87,9 @@ class Workspace {
     bytes_ += (n * sizeof(T) + 255) / 256 * 256;
   }
   cudaError_t allocate() {
-    thread_local struct Held {
-      void* p = nullptr;
-      std::size_t bytes = 0;
-      ~Held() { cudaFree(p); }
-    } held;
-    if (held.bytes < bytes_) {
-      cudaFree(held.p);
-      held.p = nullptr;
-      held.bytes = 0;
-      if (cudaError_t e = cudaMalloc(&held.p, bytes_); e != cudaSuccess) return e;
-      held.bytes = bytes_;
-    }
-    base_ = static_cast<char*>(held.p);
+    thread_local HeldBuffer held(false);
+    if (cudaError_t e = held.reserve(bytes_); e != cudaSuccess) return e;
+    base_ = static_cast<char*>(held.data());
     return cudaSuccess;
   }
   template <class T>
