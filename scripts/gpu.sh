@@ -50,7 +50,7 @@ want() { [[ $steps == *" $1 "* ]]; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
 if want suites; then
-for c in witness indexer indexer_scores paging compress compress_refusal compress_cuda dosa dosa_cuda formats_cuda; do
+for c in witness witness_shapes indexer indexer_scores paging compress compress_refusal compress_cuda dosa dosa_cuda formats_cuda; do
   step ${c}_test "$build/tests/${c}_test" || failed_tests+="${c%%_*} "  # the component
 done
 checked witness step witness_props "$build/props/witness_props"
@@ -73,6 +73,7 @@ if want sanitize; then
 for tool in ${AETHER_SANITIZE_TOOLS:-memcheck initcheck racecheck synccheck}; do
   cases=300; [[ $tool == racecheck || $tool == synccheck ]] && cases=40
   audit witness witness_test "$build/tests/witness_test" '*/cuda'
+  audit witness witness_shapes_test "$build/tests/witness_shapes_test" '*/cuda'
   audit witness witness_props "$build/props/witness_props" 'WitnessCuda.*'
   audit indexer indexer_test "$build/tests/indexer_test" 'IndexerCuda.*'
   audit indexer indexer_props "$build/props/indexer_props" 'IndexerCuda.*'

@@ -10,9 +10,7 @@
 
 #include "model/attention.hpp"
 #include "model/witness.hpp"
-#include "props/support/compare.hpp"
-#include "props/support/property.hpp"
-#include "props/support/witness_backends.hpp"
+#include "tests/witness_test.hpp"
 
 namespace aether {
 namespace {
@@ -20,36 +18,6 @@ namespace {
 using I = std::int32_t;
 using V = std::vector<I>;
 namespace we = witness_error;
-
-class Witness : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() == "cuda" && !props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
-    for (auto& b : props::all_witness_backends())
-      if (b.name == GetParam()) backend = b;
-  }
-
-  V indices(const V& learned, std::size_t topk, const V& lens, std::size_t s) {
-    V out(lens.size() * s, 99);
-    auto st = backend.indices(learned, topk, lens, s, out);
-    EXPECT_TRUE(st.ok()) << st.error();
-    return out;
-  }
-  V apply(const V& learned, std::size_t topk, const V& lens, std::size_t keep, std::size_t s,
-          std::size_t b) {
-    V out(learned.size(), 99);
-    auto st = backend.apply(learned, topk, lens, keep, s, b, out);
-    EXPECT_TRUE(st.ok()) << st.error();
-    return out;
-  }
-  V scatter(V buf, std::size_t topk, const V& lens, std::size_t s) {
-    auto st = backend.scatter(buf, topk, lens, s);
-    EXPECT_TRUE(st.ok()) << st.error();
-    return buf;
-  }
-
-  props::WitnessBackend backend;
-};
 
 // Distinct learned rows over [0, L) with padding, as the source's _random_case draws them.
 V random_row(std::mt19937& rng, I len, std::size_t topk, std::size_t padded_tail = 0) {
@@ -322,30 +290,6 @@ TEST_P(Witness, coverage_and_recall_match_a_hand_computed_example) {
   // An empty context has no last row: both nulls select nothing.
   EXPECT_TRUE(model::random_null(0, 4, 7).empty());
   EXPECT_TRUE(model::locality_null(0, 4).empty());
-}
-
-// Boundary shapes of the backends' fast paths (not a source example): row widths at
-// and past each register tile (4 * 256 * {1, 2, 4, 8} slots), widths that are not
-// a multiple of 4, and the serving shape topk 2048, S 64.
-TEST_P(Witness, wide_rows_match_the_model) {
-  std::mt19937 rng(2048);
-  for (std::size_t topk : {1020u, 1024u, 1028u, 2047u, 2048u, 2052u, 4096u, 8192u, 8196u, 12288u}) {
-    const V lens{131072, 4096, 100, 0, 2147483647, 63};
-    V learned;
-    for (I len : lens) {
-      std::uniform_int_distribution<I> token(-1, I(std::int64_t(std::max(len, 1)) * 3 / 4));
-      for (std::size_t i = 0; i < topk; ++i) learned.push_back(token(rng));
-    }
-    const std::size_t keep = topk - 64;
-    const auto want = model::apply_topology_witnesses(learned, topk, lens, keep, 64, 64);
-    ASSERT_TRUE(want.ok());
-    V out(learned.size(), 0x5a5a5a5a);
-    ASSERT_TRUE(backend.apply(learned, topk, lens, keep, 64, 64, out).ok());
-    EXPECT_EQ(props::diff_report<I>(want.value(), out, "apply topk=" + std::to_string(topk)), "");
-    EXPECT_EQ(props::diff_report<I>(want.value(), scatter(learned, topk, lens, 64),
-                                    "scatter topk=" + std::to_string(topk)),
-              "");
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Witness, ::testing::Values("model", "cpu", "cuda"),
