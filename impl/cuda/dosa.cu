@@ -144,7 +144,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   // scores, top-K and tau, then the screen and the bound test.
   // (The probe needs only tau: kth_greatest, not the seeds' top-k the merge reads.)
   const auto screen = [&](std::size_t m, std::size_t m_keys, const std::int32_t* ids,
-                          bool probe) -> Status<DosaError> {
+                          bool for_probe) -> Status<DosaError> {
     const std::size_t packs = (m + pack - 1) / pack;
     AETHER_TRY(prepare_screens(queries.data(), weights.data(), m, packs * pack, heads, dim,
                                device_plans, screen_rows, terms, counts, stream));
@@ -152,7 +152,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                                    weights.subspan(0, m * heads), m, keys,
                                    ScoreList{ids, 0, nullptr}, seed_count,
                                    device_span<float>(seed_scores, m * seed_count), stream));
-    if (probe) {
+    if (for_probe) {
       AETHER_TRY(kth_greatest(seed_scores, seed_count, k, tau, stream));
     } else {
       AETHER_TRY(fill(ends, m, std::int32_t(seed_count), stream));
