@@ -4,7 +4,6 @@
 // rounding (none here). The model's and the CPU's: tests/dosa_test.cpp.
 #include <gtest/gtest.h>
 
-#include <bit>
 
 #include "props/support/dosa_backends.hpp"
 #include "props/support/dosa_bf16_case.hpp"
@@ -22,11 +21,7 @@ namespace de = dosa_error;
 const F kJointQueries{1, 0, 0, 1, 2, 3};
 const DosaPlan kJointPlan{{0, 1}, {{2, 0, 2.0f, {{1, 3.0f}}}}, {}};
 
-std::vector<std::uint16_t> bf16(const F& v) {
-  std::vector<std::uint16_t> bits;
-  for (float x : v) bits.push_back(std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16));
-  return bits;
-}
+std::vector<std::uint16_t> bf16(const F& v) { return props::bf16_bits(v); }
 struct Bf16Keys {
   std::vector<std::uint16_t> bits;
   std::size_t dim;

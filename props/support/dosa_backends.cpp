@@ -27,6 +27,12 @@ CudaDosaCall cuda_form(const DosaCall& call) {
   return c;
 }
 
+std::vector<std::uint16_t> bf16_bits(std::span<const float> values) {
+  std::vector<std::uint16_t> bits;
+  for (float x : values) bits.push_back(high_half(x));
+  return bits;
+}
+
 std::vector<float> bf16_values(std::span<const std::uint16_t> bits) {
   std::vector<float> v;
   for (std::uint16_t b : bits) v.push_back(std::bit_cast<float>(std::uint32_t(b) << 16));

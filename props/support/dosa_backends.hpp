@@ -24,7 +24,9 @@ struct CudaDosaCall {
   IndexKeys stored() const { return {format, key_bytes, dim}; }
 };
 CudaDosaCall cuda_form(const DosaCall& call);
-// The floats a bf16 query holds (for the model and the CPU).
+// Floats cut to bf16 by truncation (the bits the device takes), and the floats
+// bf16 bits hold (for the model and the CPU).
+std::vector<std::uint16_t> bf16_bits(std::span<const float> values);
 std::vector<float> bf16_values(std::span<const std::uint16_t> bits);
 
 #ifdef AETHER_HAVE_CUDA

@@ -1,21 +1,11 @@
 #include "props/support/dosa_bf16_case.hpp"
 
-#include <bit>
 #include <span>
 
 #include "impl/cpu/dosa.hpp"
+#include "props/support/dosa_backends.hpp"
 
 namespace aether::props {
-
-namespace {
-void cut_to_bf16(const std::vector<float>& from, std::vector<std::uint16_t>& bits,
-                 std::vector<float>& values) {
-  for (const float x : from) {
-    bits.push_back(std::uint16_t(std::bit_cast<std::uint32_t>(x) >> 16));
-    values.push_back(std::bit_cast<float>(std::uint32_t(bits.back()) << 16));
-  }
-}
-}  // namespace
 
 IndexKeys Bf16DosaCase::host_keys() const {
   return {KeyFormat::F32, std::as_bytes(std::span(keys)), p.dim};
@@ -25,8 +15,10 @@ Bf16DosaCase bf16_dosa_case(const DosaWorkloadParams& p, std::size_t k, std::siz
                             std::size_t budget) {
   const DosaWorkload w = make_dosa_workload(p);
   Bf16DosaCase c{.p = p, .weights = w.weights};
-  cut_to_bf16(w.queries, c.query_bits, c.queries);
-  cut_to_bf16(w.keys, c.key_bits, c.keys);
+  c.query_bits = bf16_bits(w.queries);
+  c.key_bits = bf16_bits(w.keys);
+  c.queries = bf16_values(c.query_bits);
+  c.keys = bf16_values(c.key_bits);
   const std::size_t n = p.queries, h = p.heads, d = p.dim;
   c.seeds = cpu::cold_prior_seeds(c.queries, c.weights, n, c.host_keys(), k, seed_count);
   for (std::size_t t = 0; t < n; ++t)
