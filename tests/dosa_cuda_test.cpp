@@ -4,7 +4,6 @@
 // rounding (none here). The model's and the CPU's: tests/dosa_test.cpp.
 #include <gtest/gtest.h>
 
-
 #include "props/support/dosa_backends.hpp"
 #include "props/support/dosa_bf16_case.hpp"
 #include "props/support/indexer_backends.hpp"
