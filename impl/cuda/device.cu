@@ -63,7 +63,7 @@ std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic
         k.dynamic_shared == dynamic_shared)
       return k.blocks;
   int sms = 0, per_sm = 0;
-  if (dynamic_shared > 48 * 1024 && allow_dynamic_shared(kernel) != 0) {
+  if (dynamic_shared > 0 && allow_dynamic_shared(kernel) != 0) {
     cudaGetLastError();  // not sticky: the caller takes another path
     return 0;
   }

@@ -115,8 +115,9 @@ int wait_verdict(const Verdict& verdict);
 
 // Blocks of `kernel` (a __global__ function's address) with `threads` threads
 // and `dynamic_shared` bytes of dynamic shared memory each that the current
-// device holds at once: a persistent or cooperative grid's size. Past 48 KiB the
-// kernel is first allowed that much (once per device). Asked once per kernel,
+// device holds at once: a persistent or cooperative grid's size. A kernel with
+// dynamic shared memory is first allowed the opt-in maximum (allow_dynamic_shared):
+// its static shared memory counts against the 48 KiB default too. Asked once per kernel,
 // size and device (the queries cost microseconds per call); 0 if the runtime
 // cannot say or the device cannot hold one such block.
 std::size_t resident_blocks(const void* kernel, int threads, std::size_t dynamic_shared = 0);
