@@ -58,8 +58,8 @@ void launch_store(const CacheGeometry& g, const float* rows, const std::int32_t*
                   std::size_t n, std::byte* cache, RoundingProfile profile, fr::Claims claims,
                   DeviceVerdict* verdict, Stream stream) {
   const auto kernel = fr::store_rows<F, Fast>;
-  // (resident_blocks allows the kernel its stages past 48 KiB)
-  const std::size_t shared = fr::store_stage_bytes(fr::Layout<F>::e4m3, Fast);
+  // (resident_blocks allows the kernel its stages beside its static shared memory)
+  const std::size_t shared = fr::kStoreStageBytes;
   const Grid grid = store_grid(reinterpret_cast<const void*>(kernel), n, shared);
   kernel<<<grid.blocks, fr::kThreads, shared, stream>>>(
       rows, slots, n, grid.per_batch, layout_of<F>(g), profile, claims, &verdict->refusal, cache);

@@ -34,32 +34,29 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
   }
 }
 
-// Items in flight a warp (stages - 1 fetched while one is converted: 2 where 4
-// blocks share an SM, else 3), each staged with a pad quad after every
-// kLaneElems / 4 quads: a lane's own quads then start 80 bytes after its
-// neighbour's, so the eight lanes of a 16-byte shared load hit distinct banks,
-// while the fetch reads the rows in whole 512-byte runs. The stages are dynamic
-// shared memory (three pass the 48 KiB of static shared memory a block may have).
-inline constexpr unsigned kStagedQuads = kChunk / 4 + kChunk / kLaneElems;
-__device__ inline unsigned staged_quad(unsigned q) { return q + q / (kLaneElems / 4); }
-__host__ __device__ constexpr unsigned store_stages(bool e4m3, bool fast) {
-  return store_blocks_per_sm(e4m3, fast) == 4 ? 2 : 3;
-}
-__host__ __device__ constexpr std::size_t store_stage_bytes(bool e4m3, bool fast) {
-  return std::size_t(kWarps) * store_stages(e4m3, fast) * kStagedQuads * sizeof(float4);
-}
+// Items in flight a warp (kStoreStages - 1 fetched while one is converted: two
+// stages measured ahead of three and four on the H200, docs/performance.md), each
+// staged as its 128 quads with quad q placed at q ^ ((q / 8) % 8): the eight lanes
+// of a fetch's 16-byte write share q / 8 (a permutation of eight consecutive
+// quads), and the eight lanes reading 4 l + u for one u meet eight distinct
+// (q ^ l / 2) % 8, so neither side conflicts on a bank, and a stage is 2 KiB, no
+// padding. The stages are dynamic shared memory (resident_blocks allows them).
+inline constexpr unsigned kStagedQuads = kChunk / 4, kStoreStages = 2;
+__device__ inline unsigned staged_quad(unsigned q) { return q ^ (q / 8 % 8); }
+inline constexpr std::size_t kStoreStageBytes =
+    std::size_t(kWarps) * kStoreStages * kStagedQuads * sizeof(float4);
 
 // An item's values into a stage (cp.async; the caller commits): `from` is this
-// lane's first value (the item's first plus 4 lane), `stage` the shared address of
-// its first quad's place. Placeholders' values come too (inside the rows, never
-// checked nor stored: see store_item).
+// lane's first value (the item's first plus 4 lane), `stage` the stage's shared
+// address. Placeholders' values come too (inside the rows, never checked nor
+// stored: see store_item).
 __device__ inline void fetch_values(const float* from, unsigned size, unsigned stage) {
   const unsigned lane = threadIdx.x % 32;
 #pragma unroll
   for (unsigned u = 0; u < kChunk / 128; ++u)
     if (4 * (lane + 32 * u) < size)
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                       stage + 16 * (staged_quad(lane + 32 * u) - staged_quad(lane))),
+                       stage + 16 * staged_quad(lane + 32 * u)),
                    "l"(from + 128 * u)
                    : "memory");
 }
@@ -113,6 +110,26 @@ __device__ void encode_lane(const float (&x)[kLaneElems], std::uint8_t scale,
                unsigned(c[4 * w + 3]) << 24;
 }
 
+// N bytes (a multiple of 4, little-endian in words) into shared memory at `to`,
+// any alignment: the aligned words whole, the at most three bytes before and after
+// them alone (the main formats' groups are 33 or 9 bytes, so a lane's codes land
+// at every alignment).
+template <unsigned N>
+__device__ void put_unaligned(std::byte* to, const unsigned* w) {
+  const unsigned s = (4 - unsigned(reinterpret_cast<std::uintptr_t>(to) % 4)) % 4;
+#pragma unroll
+  for (unsigned m = 0; m < 3; ++m)
+    if (m < s) to[m] = std::byte(w[0] >> 8 * m);
+  auto* words = reinterpret_cast<unsigned*>(to + s);
+#pragma unroll
+  for (unsigned j = 0; j < N / 4; ++j)
+    if (s == 0 || j + 1 < N / 4)
+      words[j] = __funnelshift_r(w[j], j + 1 < N / 4 ? w[j + 1] : 0, 8 * s);
+#pragma unroll
+  for (unsigned m = N - 3; m < N; ++m)
+    if (s != 0 && m + 4 >= N + s) to[m] = std::byte(w[m / 4] >> 8 * (m % 4));
+}
+
 // Item t into the cache. Each lane: its values' largest magnitude and any NaN or
 // infinity by one integer maximum of their bits (for finite floats the order of
 // the bits is the order of the magnitudes; NaN and inf lie above every finite
@@ -161,9 +178,7 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
     const unsigned size = b.size(t);
     if (i < size) {
       std::byte* to = image + L::image_data(i) + i % L::group / (L::e4m3 ? 1 : 2);
-#pragma unroll
-      for (unsigned k = 0; k < L::data_bytes / (L::group / kLaneElems); ++k)
-        to[k] = std::byte(codes[k / 4] >> 8 * (k % 4));
+      put_unaligned<L::data_bytes / (L::group / kLaneElems)>(to, codes);
       if (scale_lane) image[L::image_scale(i, size)] = std::byte(scale);
     }
     __syncwarp();
@@ -185,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
     store_rows(const float* rows, const std::int32_t* slots, std::size_t n, unsigned per_batch,
                Layout<F> lay, RoundingProfile profile, Claims claims, unsigned long long* verdict,
                std::byte* cache) {
-  constexpr unsigned stages = store_stages(Layout<F>::e4m3, Fast);
+  constexpr unsigned stages = kStoreStages;
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
   extern __shared__ float4 staged_all[];
   __shared__ E2m1Codes e2m1;
@@ -193,7 +208,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   __syncthreads();
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float4* staged = staged_all + warp * stages * kStagedQuads;
-  const auto stage_lane = unsigned(__cvta_generic_to_shared(staged + staged_quad(lane)));
+  const auto stage_base = unsigned(__cvta_generic_to_shared(staged));
   // The fetch runs stages - 1 items ahead of the conversion, across batches (it
   // needs no slot): a warp's pipeline fills once, not once a batch. Item k of the
   // warp's run is staged at k % stages.
@@ -203,7 +218,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
     if (ahead_base < n) {
       const Batch a = batch_shape(ahead_base, per_batch, n, lay.dim);
       fetch_values(rows + ahead_base * lay.dim + a.first(ahead_t) + 4 * lane, a.size(ahead_t),
-                   stage_lane + fetched % stages * kStagedQuads * 16);
+                   stage_base + fetched % stages * kStagedQuads * 16);
       if (++ahead_t == a.items()) ahead_t = 0, ahead_base += batch_stride(per_batch);
     }
     ++fetched;

@@ -39,3 +39,9 @@ cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh
   's|  p.stored = p.row < b.count \&\& lay.inside(slot);|  p.stored = p.row < b.count \&\& (slot == -1 \|\| lay.inside(slot));|'
 cuda_mutant formats cuda-group-amax-from-one-half impl/cuda/formats_store.cuh \
   's|bits = max(bits, __shfl_xor_sync(kAll, bits, 1));|bits = max(bits, 0u);|'
+# the staged values read back without the fetch's swizzle; a lane's codes whose
+# last bytes (past its last aligned word) are never written into the item's image
+cuda_mutant formats cuda-stage-read-unswizzled impl/cuda/formats_store.cuh \
+  's|const float4 quad = stage\[staged_quad(i / 4 + u)\];|const float4 quad = stage[i / 4 + u];|'
+cuda_mutant formats cuda-image-trailing-bytes-dropped impl/cuda/formats_store.cuh \
+  's|if (s != 0 \&\& m + 4 >= N + s)|if (s != 0 \&\& m + 4 > N + s)|'
