@@ -75,3 +75,7 @@ cuda_mutant dosa cuda-probe-select-counts-other-prefixes impl/cuda/dosa_threshol
 # the fallback's queued scorer gated the wrong way round (a fallback ranks stale rows)
 cuda_mutant dosa cuda-fallback-gate-inverted impl/cuda/indexer_scores.cu \
   's|  if (s.list.gate != nullptr \&\& \*s.list.gate <= s.list.gate_limit) return;|  if (s.list.gate != nullptr \&\& *s.list.gate > s.list.gate_limit) return;|'
+# too few seeds refused before the plans the probe did not need are checked (a bad
+# plan then goes unnamed)
+cuda_mutant dosa cuda-too-few-seeds-before-later-plans impl/cuda/dosa.cu \
+  's|return after_plans(de::TooFewSeeds{seed_count, k});|return de::TooFewSeeds{seed_count, k};|'
