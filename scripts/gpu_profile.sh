@@ -7,7 +7,9 @@
 # left as the driver sets them. Uses an existing build (default build/default);
 # one log per benchmark in $OUT (default build/gpu-logs), a summary on stdout.
 # Usage: scripts/gpu_profile.sh [BUILD]; AETHER_PROFILE_ONLY=BENCH profiles that
-# benchmark's kernels only.
+# benchmark's kernels only; AETHER_PROFILE_SOURCE=1 also keeps the first matching
+# launch's SASS with each instruction's executions and stall samples
+# ($OUT/source-*.csv: where a kernel's instructions and waits go, line by line).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/default}
@@ -33,6 +35,13 @@ profile() {  # profile NAME KERNEL-REGEX COUNT [ARGS...]: the first COUNT matchi
     timeout 240 ncu --clock-control none -k "regex:$kernels" -c "$count" --metrics "$m" \
       "$build/bench/$name" "$@" >>"$log" 2>&1 || echo "   (ncu failed on $m: see $log)"
   done
+  if [[ -n ${AETHER_PROFILE_SOURCE:-} ]]; then
+    timeout 240 ncu --clock-control none -k "regex:$kernels" -c 1 --section SourceCounters \
+      -f -o "${log%.log}" "$build/bench/$name" "$@" >>"$log" 2>&1 &&
+      ncu -i "${log%.log}.ncu-rep" --page source --print-source sass --csv \
+        >"$out/source-$(basename "${log%.log}").csv" 2>>"$log" ||
+      echo "   (ncu's source counters failed: see $log)"
+  fi
   # the kernel's name, then one line per metric; stall ratios under 0.05 left out
   awk '/^  [a-zA-Z].*\(/ { sub(/\(.*/, ""); print "--" $0; next }
        /^    [a-z]/ { if ($1 ~ /stalled/ && $NF + 0 < 0.05) next; print "   ", $1, $NF }' "$log"
