@@ -85,17 +85,17 @@ cuda_mutant compress cuda-verdict-not-reset impl/cuda/device.cu \
   's|  return cudaMemsetAsync(verdict, 0xff, sizeof \*verdict, stream);|  return 0;|'
 cuda_mutant compress cuda-search-overshoots-a-request-start impl/cuda/compress_table.cuh \
   's|std::size_t(offset(requests\[probe(lane)\])) <= x;|std::size_t(offset(requests[probe(lane)])) <= x + 1;|'
-cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device.cu \
+cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device_scratch.cu \
   's|  if (capture == cudaStreamCaptureStatusActive)$|  if (false)|'
-cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device.cu \
+cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device_scratch.cu \
   's|  for (std::size_t p = 0; p < pieces; ++p) {|  for (std::size_t p = 0; p < 1; ++p) {|'
-cuda_mutant compress cuda-captured-table-pieces-not-joined impl/cuda/device.cu \
+cuda_mutant compress cuda-captured-table-pieces-not-joined impl/cuda/device_scratch.cu \
   's|    if (cudaError_t e = cudaStreamWaitEvent(stream, fan->fan_joined, 0); e != cudaSuccess) return e;||'
-cuda_mutant compress cuda-piece-blocks-copy-the-same-bytes impl/cuda/device.cu \
+cuda_mutant compress cuda-piece-blocks-copy-the-same-bytes impl/cuda/device_scratch.cu \
   's|  const std::size_t first = std::size_t(blockIdx.x) \* blockDim.x + threadIdx.x;|  const std::size_t first = threadIdx.x;|'
-cuda_mutant compress cuda-8k-pieces-short-of-their-last-word impl/cuda/device.cu \
+cuda_mutant compress cuda-8k-pieces-short-of-their-last-word impl/cuda/device_scratch.cu \
   's|    return store_pieces<2 \* kSmallPiece>(host, bytes, stream, device, fan);|    return store_pieces<2 * kSmallPiece>(host, bytes - 16, stream, device, fan);|'
-cuda_mutant compress cuda-16k-pieces-short-of-their-last-word impl/cuda/device.cu \
+cuda_mutant compress cuda-16k-pieces-short-of-their-last-word impl/cuda/device_scratch.cu \
   's|    return store_pieces<4 \* kSmallPiece>(host, bytes, stream, device, fan);|    return store_pieces<4 * kSmallPiece>(host, bytes - 16, stream, device, fan);|'
 cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress_kernels.cu \
   's|  unsigned u = 0, refill = kStreamStages - 1;|  unsigned u = 1, refill = kStreamStages - 1;|'
