@@ -76,8 +76,7 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
   if (int e = upload_scratch(nullptr, 8 * entries, stream, &table)) return cudaError_t(e);
   cudaError_t failure = cudaMemsetAsync(table, 0xff, 8 * entries, stream);
   if (failure == cudaSuccess) {
-    const fr::Claims claims{static_cast<std::int32_t*>(table),
-                            static_cast<unsigned*>(table) + entries, bits};
+    const fr::Claims claims{static_cast<unsigned long long*>(table), bits};
     // UE8M0 scales under the Cuda profile take the float path (formats_store.cuh)
     const bool fast = profile == RoundingProfile::Cuda;
     using enum CacheFormat;

@@ -158,8 +158,9 @@ __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
 // A lane's share of an item, kLaneElems consecutive elements (whole groups or half
 // of one), all in one row: D and kChunk are multiples of 16. Past the batch's end,
 // and for a row whose slot is -1 or outside the cache, nothing is stored. Item 0's
-// part takes a division; each next one's moves kChunk elements on (at most
-// kChunk / 16 rows).
+// part takes a division; each next one's moves kChunk elements on: kChunk / D rows
+// and kChunk % D elements (a LaneStep, one division a kernel), then at most one
+// row more, as kChunk % D < D.
 inline constexpr unsigned kLaneElems = kChunk / 32;
 struct LanePart {
   unsigned row;    // in the batch
@@ -185,9 +186,17 @@ __device__ LanePart first_lane_part(const Batch& b, const Layout<F>& lay) {
   settle(p, b, lay);
   return p;
 }
+struct LaneStep {
+  unsigned rows, at;
+};
+__device__ inline LaneStep lane_step(std::size_t dim) {
+  const auto rows = unsigned(quotient(kChunk, dim));
+  return {rows, unsigned(kChunk - rows * dim)};
+}
 template <CacheFormat F>
-__device__ void next_lane_part(LanePart& p, const Batch& b, const Layout<F>& lay) {
-  for (p.at += kChunk; p.at >= b.dim; p.at -= b.dim) ++p.row;
+__device__ void next_lane_part(LanePart& p, LaneStep step, const Batch& b, const Layout<F>& lay) {
+  p.at += step.at, p.row += step.rows;
+  if (p.at >= b.dim) p.at -= b.dim, ++p.row;
   settle(p, b, lay);
 }
 

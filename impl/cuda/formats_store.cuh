@@ -9,28 +9,31 @@
 namespace aether::cuda::formats_rows {
 
 // The claims' open-addressed table: 2^bits entries (at least twice the distinct
-// slots a call can name, at most 2^32), keys -1 and rows ~0 when empty; a slot's
-// first probe is the top bits of a multiplicative hash, so slots that differ only
-// in their high bits spread too.
+// slots a call can name, at most 2^32), each a slot and a row as slot << 32 | row,
+// ~0 when empty (no slot is 2^32 - 1); a slot's first probe is the top bits of a
+// multiplicative hash, so slots that differ only in their high bits spread too.
 struct Claims {
-  std::int32_t* keys;
-  unsigned* rows;
+  unsigned long long* entries;
   unsigned bits;
 };
+inline constexpr unsigned long long kUnclaimed = ~0ull;
 
 // Row j's claim on slot s: of two rows on one slot the later is refused, whichever
 // arrives first, so every row but the lowest on a slot is refused and the verdict
 // keeps the lowest of them (rows fit 32 bits: 2^32 rows of 16 floats outgrow any
-// device).
+// device). A slot's first claim is one compare-and-swap; a later one keeps the
+// lower row by a minimum over the entry (its high half, the slot, is the same in
+// both), and refuses the higher of its own row and the one it found.
 __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
                                   unsigned long long* verdict) {
   const std::size_t mask = (std::size_t(1) << c.bits) - 1;
+  const unsigned long long mine = (unsigned long long)(unsigned(s)) << 32 | j;
   for (std::size_t h = (unsigned(s) * 0x9e3779b1u) >> (32 - c.bits);; h = (h + 1) & mask) {
-    const std::int32_t key = atomicCAS(c.keys + h, -1, s);
-    if (key != -1 && key != s) continue;
-    const unsigned before = atomicMin(c.rows + h, j);
-    if (before != ~0u) atomicMin(verdict, refusal(0, before > j ? before : j));
-    return;
+    const unsigned long long held = atomicCAS(c.entries + h, kUnclaimed, mine);
+    if (held == kUnclaimed) return;
+    if (held >> 32 != unsigned(s)) continue;
+    const auto before = unsigned(atomicMin(c.entries + h, mine));
+    return void(atomicMin(verdict, refusal(0, before > j ? before : j)));
   }
 }
 
@@ -204,27 +207,37 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
   extern __shared__ float4 staged_all[];
   __shared__ E2m1Codes e2m1;
-  if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_codes(e2m1);
-  __syncthreads();
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float4* staged = staged_all + warp * stages * kStagedQuads;
   const auto stage_base = unsigned(__cvta_generic_to_shared(staged));
   // The fetch runs stages - 1 items ahead of the conversion, across batches (it
-  // needs no slot): a warp's pipeline fills once, not once a batch. Item k of the
-  // warp's run is staged at k % stages.
-  std::size_t ahead_base = first_batch(per_batch);
-  unsigned ahead_t = 0, fetched = 0;
+  // needs no slot): a warp's pipeline fills once, not once a batch, and its first
+  // items are on their way while the block fills its table. Item k of the warp's
+  // run is staged at k % stages. `ahead` is this lane's first value of the next
+  // item to fetch, `ahead_left` the values left from there in its batch.
+  std::size_t ahead_base = first_batch(per_batch), ahead_left = 0;
+  const float* ahead = nullptr;
+  const auto start_batch = [&] {
+    if (ahead_base >= n) return;
+    ahead = rows + ahead_base * lay.dim + 4 * lane;
+    ahead_left = batch_shape(ahead_base, per_batch, n, lay.dim).count * lay.dim;
+  };
+  start_batch();
+  unsigned fetched = 0;
   const auto fetch_next = [&] {
-    if (ahead_base < n) {
-      const Batch a = batch_shape(ahead_base, per_batch, n, lay.dim);
-      fetch_values(rows + ahead_base * lay.dim + a.first(ahead_t) + 4 * lane, a.size(ahead_t),
-                   stage_base + fetched % stages * kStagedQuads * 16);
-      if (++ahead_t == a.items()) ahead_t = 0, ahead_base += batch_stride(per_batch);
+    if (ahead_left != 0) {
+      const unsigned size = ahead_left < kChunk ? unsigned(ahead_left) : kChunk;
+      fetch_values(ahead, size, stage_base + fetched % stages * kStagedQuads * 16);
+      ahead += kChunk, ahead_left -= size;
+      if (ahead_left == 0) ahead_base += batch_stride(per_batch), start_batch();
     }
     ++fetched;
     __pipeline_commit();
   };
   for (unsigned k = 0; k < stages - 1; ++k) fetch_next();
+  if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_codes(e2m1);
+  __syncthreads();
+  const LaneStep step = lane_step(lay.dim);
   unsigned k = 0;  // items converted
   for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
@@ -238,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
       store_item<F, Fast>(staged + k % stages * kStagedQuads, p, b, t, lay, profile, e2m1,
                           images[warp], verdict, cache);
       __syncwarp();  // item k's stage is item k + stages's
-      next_lane_part(p, b, lay);
+      next_lane_part(p, step, b, lay);
     }
   }
 }

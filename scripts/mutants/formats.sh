@@ -28,7 +28,7 @@ mutant formats codes-ue8m0-value-one-power-low impl/formats_codes.hpp \
 cuda_mutant formats cuda-index-scales-one-row-off impl/cuda/formats_rows.cuh \
   's|    return block \* rows_per_block \* row_bytes + rows_per_block \* (dim / 2) +|    return block * rows_per_block * row_bytes + (rows_per_block - 1) * (dim / 2) +|'
 cuda_mutant formats cuda-slot-twice-not-refused impl/cuda/formats_store.cuh \
-  's|    if (before != ~0u) atomicMin|    if (false \&\& before != ~0u) atomicMin|'
+  's|    if (held == kUnclaimed) return;|    if (true) return;|'
 cuda_mutant formats cuda-slot-twice-refused-at-the-earlier-row impl/cuda/formats_store.cuh \
   's|refusal(0, before > j ? before : j)|refusal(0, before > j ? j : before)|'
 cuda_mutant formats cuda-e2m1-sides-swapped impl/cuda/formats_rows.cuh \
