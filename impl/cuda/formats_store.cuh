@@ -45,7 +45,21 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
 // (q ^ l / 2) % 8, so neither side conflicts on a bank, and a stage is 2 KiB, no
 // padding. The stages are dynamic shared memory (resident_blocks allows them).
 inline constexpr unsigned kStagedQuads = kChunk / 4, kStoreStages = 2;
-__device__ inline unsigned staged_quad(unsigned q) { return q ^ (q / 8 % 8); }
+__host__ __device__ constexpr unsigned staged_quad(unsigned q) { return q ^ (q / 8 % 8); }
+// The same for a lane's own quads, 4 l + u (u < 4): (4 l ^ (l / 2) % 8) ^ u, and for
+// the quads it fetches, l + 32 u: (l ^ l / 8 ^ 4 (u % 2)) + 32 u; a lane constant
+// each, so that an item's addresses cost one or two instructions a quad.
+__host__ __device__ constexpr unsigned read_key(unsigned lane) { return 4 * lane ^ (lane / 2 % 8); }
+__host__ __device__ constexpr unsigned fetch_key(unsigned lane) { return lane ^ lane / 8; }
+constexpr bool keys_are_staged_quads() {
+  for (unsigned l = 0; l < 32; ++l)
+    for (unsigned u = 0; u < kChunk / 128; ++u)
+      if ((read_key(l) ^ u) != staged_quad(4 * l + u) ||
+          (fetch_key(l) ^ 4 * (u % 2)) + 32 * u != staged_quad(l + 32 * u))
+        return false;
+  return true;
+}
+static_assert(keys_are_staged_quads());
 inline constexpr std::size_t kStoreStageBytes =
     std::size_t(kWarps) * kStoreStages * kStagedQuads * sizeof(float4);
 
@@ -54,12 +68,12 @@ inline constexpr std::size_t kStoreStageBytes =
 // address. Placeholders' values come too (inside the rows, never checked nor
 // stored: see store_item).
 __device__ inline void fetch_values(const float* from, unsigned size, unsigned stage) {
-  const unsigned lane = threadIdx.x % 32;
+  const unsigned lane = threadIdx.x % 32, key = fetch_key(lane);
 #pragma unroll
   for (unsigned u = 0; u < kChunk / 128; ++u)
     if (4 * (lane + 32 * u) < size)
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                       stage + 16 * staged_quad(lane + 32 * u)),
+                       stage + 16 * ((key ^ 4 * (u % 2)) + 32 * u)),
                    "l"(from + 128 * u)
                    : "memory");
 }
@@ -147,12 +161,12 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
                            std::byte* image, unsigned long long* verdict, std::byte* cache) {
   using L = Layout<F>;
   static_assert(L::group == kLaneElems || L::group == 2 * kLaneElems);
-  const unsigned lane = threadIdx.x % 32, i = kLaneElems * lane;
+  const unsigned lane = threadIdx.x % 32, i = kLaneElems * lane, key = read_key(lane);
   float x[kLaneElems];
   unsigned bits = 0;
 #pragma unroll
   for (unsigned u = 0; u < kLaneElems / 4; ++u) {
-    const float4 quad = stage[staged_quad(i / 4 + u)];
+    const float4 quad = stage[key ^ u];
     const float in[4] = {quad.x, quad.y, quad.z, quad.w};
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {

@@ -42,6 +42,6 @@ cuda_mutant formats cuda-group-amax-from-one-half impl/cuda/formats_store.cuh \
 # the staged values read back without the fetch's swizzle; a lane's codes whose
 # last bytes (past its last aligned word) are never written into the item's image
 cuda_mutant formats cuda-stage-read-unswizzled impl/cuda/formats_store.cuh \
-  's|const float4 quad = stage\[staged_quad(i / 4 + u)\];|const float4 quad = stage[i / 4 + u];|'
+  's|const float4 quad = stage\[key ^ u\];|const float4 quad = stage[i / 4 + u];|'
 cuda_mutant formats cuda-image-trailing-bytes-dropped impl/cuda/formats_store.cuh \
   's|if (s != 0 \&\& m + 4 >= N + s)|if (s != 0 \&\& m + 4 > N + s)|'
