@@ -109,7 +109,6 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
   __syncthreads();
   auto& image = images[threadIdx.x / 32];
   constexpr bool index = Layout<F>::index;
-  const LaneStep step = lane_step(lay.dim);
   for (std::size_t base = first_batch(per_batch); base < m; base += batch_stride(per_batch)) {
     const Batch b = batch_at(base, per_batch, m, slots, lay, verdict);
     // the lane's part of the item ahead, and its scale byte (IndexFp4)
@@ -123,7 +122,8 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
     for (unsigned t = 0; t < b.items(); ++t) {
       const std::uint8_t scale = scale_ahead;
       if (t + 1 < b.items()) {
-        next_lane_part(ahead, step, b, lay);
+        // (a division, where a batch is several items: D > 512)
+        next_lane_part(ahead, lane_step(lay.dim), b, lay);
         if constexpr (index)
           scale_ahead = fetch_lane<F>(cache, b, ahead, image[(t + 1) % 2]);
         else
