@@ -45,3 +45,9 @@ cuda_mutant formats cuda-stage-read-unswizzled impl/cuda/formats_store.cuh \
   's|const float4 quad = stage\[key ^ u\];|const float4 quad = stage[i / 4 + u];|'
 cuda_mutant formats cuda-image-trailing-bytes-dropped impl/cuda/formats_store.cuh \
   's|if (s != 0 \&\& m + 4 >= N + s)|if (s != 0 \&\& m + 4 > N + s)|'
+# a lane's part that reaches its row's end exactly left in that row (the step's
+# wrap one element late); a second claim on a slot taken as another slot's entry
+cuda_mutant formats cuda-lane-step-wraps-one-late impl/cuda/formats_rows.cuh \
+  's|if (p.at >= b.dim) p.at -= b.dim, ++p.row;|if (p.at > b.dim) p.at -= b.dim, ++p.row;|'
+cuda_mutant formats cuda-claim-of-the-same-slot-probes-on impl/cuda/formats_store.cuh \
+  's|if (held >> 32 != unsigned(s)) continue;|if (held >> 32 != unsigned(s) + 1) continue;|'
