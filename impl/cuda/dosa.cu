@@ -247,6 +247,9 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   if (stats != nullptr) *stats = local;
   if (n == 0 || k == 0) return Ok{};
   if (!prune) return rank_all();
+  // Built while the device probes (a fallback's scoring, queued behind the probe,
+  // outlasts it); uploaded only once pruning is decided.
+  const PlanBlob all(plans, host.weights, width, padded);
   if (probing) {  // the probe's count, its fallback queued behind it
     AETHER_TRY(cudaEventSynchronize(probe_counted()));
     if (host_counts[0] > probe_pays_up_to) {
@@ -257,7 +260,6 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       AETHER_TRY(key_norms(keys.bytes.data() + probe * row_bytes, keys.format, dim, count - probe,
                            norms + probe, scales + probe, stream));
   }
-  const PlanBlob all(plans, host.weights, width, padded);  // after the probe's wait
   AETHER_TRY(all.upload(blob_bytes, stream, device_plans));
   if (auto st = screen(n, count, seed_ids, false); !st.ok()) return st;
   AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, n * 4, cudaMemcpyDeviceToHost, stream));
