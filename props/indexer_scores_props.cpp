@@ -157,59 +157,7 @@ void refused_like_the_model(const Status<IndexerError>& got,
 }
 
 #ifdef AETHER_HAVE_CUDA
-// The device takes bf16 queries and bf16/E4M3 keys: a generated call's queries are
-// rounded to bf16 (the model then scores the rounded values) and its fp32 keys
-// stored as their bf16 high halves. Queries t > 0 are query 0's heads rotated by t
-// (negated for odd t) so every query of the batch scores differently.
-struct DeviceScoreCall {
-  std::size_t count = 0;
-  std::vector<std::uint16_t> queries;  // [T, H, D] bf16 bits
-  std::vector<float> query_values, weights;
-  props::ScoreCall keys;
-  std::vector<float> query(std::size_t t) const {
-    const std::size_t n = query_values.size() / count;
-    return {query_values.begin() + t * n, query_values.begin() + (t + 1) * n};
-  }
-  std::vector<float> weight(std::size_t t) const {
-    const std::size_t n = weights.size() / count;
-    return {weights.begin() + t * n, weights.begin() + (t + 1) * n};
-  }
-};
-
-std::uint16_t bf16_nearest(float f) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
-  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
-DeviceScoreCall device_call(const props::ScoreCall& c, std::size_t count) {
-  DeviceScoreCall d{count, {}, {}, {}, c};
-  const std::size_t heads = c.weights.size(), dim = c.dim;
-  for (std::size_t t = 0; t < count; ++t)
-    for (std::size_t h = 0; h < heads; ++h) {
-      const std::size_t from = (h + t) % heads;
-      d.weights.push_back(c.weights[from]);
-      for (std::size_t k = 0; k < dim; ++k) {
-        const std::uint16_t b = bf16_nearest((t % 2 ? -1.0f : 1.0f) * c.queries[from * dim + k]);
-        d.queries.push_back(b);
-        d.query_values.push_back(std::bit_cast<float>(std::uint32_t(b) << 16));
-      }
-    }
-  return d;
-}
-
-// fp32 keys stored as their bf16 high halves (the device takes bf16).
-props::ScoreCall with_device_keys(props::ScoreCall c) {
-  if (c.format != KeyFormat::F32) return c;
-  std::vector<std::byte> halves;
-  for (std::size_t i = 0; i + 4 <= c.key_bytes.size(); i += 4)
-    halves.insert(halves.end(), c.key_bytes.begin() + std::ptrdiff_t(i) + 2,
-                  c.key_bytes.begin() + std::ptrdiff_t(i) + 4);
-  c.format = KeyFormat::BF16;
-  c.key_bytes = halves;
-  return c;
-}
-
-std::vector<float> cuda_scores(const DeviceScoreCall& d) {
+std::vector<float> cuda_scores(const props::DeviceScoreCall& d) {
   std::vector<float> out(d.count * d.keys.rows(), NAN);
   const auto st = props::cuda_index_scores(d.queries, d.weights, d.count, d.keys.keys(), out);
   if (!st)
@@ -218,21 +166,15 @@ std::vector<float> cuda_scores(const DeviceScoreCall& d) {
   return out;
 }
 
-rc::Gen<DeviceScoreCall> gen_device_call(rc::Gen<props::ScoreCall> calls) {
-  return gen::apply([](const props::ScoreCall& c,
-                       std::size_t count) { return device_call(with_device_keys(c), count); },
-                    std::move(calls), gen::inRange<std::size_t>(1, 4));
-}
-
 AETHER_GPU_PROP(IndexerCuda, scores_are_exact_on_the_grid, "L1", ()) {
-  const DeviceScoreCall d = *gen_device_call(props::gen_grid_score_call());
+  const props::DeviceScoreCall d = *props::gen_device_score_call(props::gen_grid_score_call());
   const auto exact = model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys());
   RC_ASSERT(exact.ok());
   exact_on_the_grid(cuda_scores(d), exact.value(), "cuda");
 }
 
 AETHER_GPU_PROP(IndexerCuda, scores_lie_within_the_tensor_core_bound, "L2", ()) {
-  const DeviceScoreCall d = *gen_device_call(props::gen_float_score_call());
+  const props::DeviceScoreCall d = *props::gen_device_score_call(props::gen_float_score_call());
   const auto exact = model::index_scores_batch(d.query_values, d.weights, d.count, d.keys.keys());
   RC_ASSERT(exact.ok());
   const auto got = cuda_scores(d);
@@ -252,8 +194,8 @@ AETHER_GPU_PROP(IndexerCuda, scores_lie_within_the_tensor_core_bound, "L2", ()) 
 }
 
 AETHER_GPU_PROP(IndexerCuda, scores_are_identical_on_every_run, "L3", ()) {
-  const DeviceScoreCall d =
-      *gen_device_call(gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call()));
+  const props::DeviceScoreCall d = *props::gen_device_score_call(
+      gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call()));
   const auto first = cuda_scores(d), second = cuda_scores(d);
   for (std::size_t i = 0; i < first.size(); ++i)
     RC_ASSERT(std::bit_cast<std::uint32_t>(first[i]) == std::bit_cast<std::uint32_t>(second[i]));
@@ -262,8 +204,10 @@ AETHER_GPU_PROP(IndexerCuda, scores_are_identical_on_every_run, "L3", ()) {
 // L0 on refusals (spoil_one_input on a call with device keys; NaN/inf queries round
 // to bf16 NaN/inf), the model's error, the output untouched.
 AETHER_GPU_PROP(IndexerCuda, scorer_refusals_agree_with_the_model, "L0", ()) {
-  const SpoiledCall spoiled = spoil_one_input(with_device_keys(*props::gen_grid_score_call()));
-  const DeviceScoreCall d = device_call(spoiled.call, *gen::inRange<std::size_t>(1, 4));
+  const SpoiledCall spoiled =
+      spoil_one_input(props::with_device_keys(*props::gen_grid_score_call()));
+  const props::DeviceScoreCall d =
+      props::device_call(spoiled.call, *gen::inRange<std::size_t>(1, 4));
   const std::vector<float> before(props::off_by(d.count * d.keys.rows(), spoiled.out_delta),
                                   1234.5f);
   std::vector<float> out = before;

@@ -131,4 +131,53 @@ rc::Gen<ScoreCall> gen_float_score_call() {
   });
 }
 
+std::vector<float> DeviceScoreCall::query(std::size_t t) const {
+  const std::size_t n = query_values.size() / count;
+  return {query_values.begin() + t * n, query_values.begin() + (t + 1) * n};
+}
+std::vector<float> DeviceScoreCall::weight(std::size_t t) const {
+  const std::size_t n = weights.size() / count;
+  return {weights.begin() + t * n, weights.begin() + (t + 1) * n};
+}
+
+namespace {
+std::uint16_t bf16_nearest(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+}  // namespace
+
+DeviceScoreCall device_call(const ScoreCall& c, std::size_t count) {
+  DeviceScoreCall d{count, {}, {}, {}, c};
+  const std::size_t heads = c.weights.size(), dim = c.dim;
+  for (std::size_t t = 0; t < count; ++t)
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t from = (h + t) % heads;
+      d.weights.push_back(c.weights[from]);
+      for (std::size_t k = 0; k < dim; ++k) {
+        const std::uint16_t b = bf16_nearest((t % 2 ? -1.0f : 1.0f) * c.queries[from * dim + k]);
+        d.queries.push_back(b);
+        d.query_values.push_back(std::bit_cast<float>(std::uint32_t(b) << 16));
+      }
+    }
+  return d;
+}
+
+ScoreCall with_device_keys(ScoreCall c) {
+  if (c.format != KeyFormat::F32) return c;
+  std::vector<std::byte> halves;
+  for (std::size_t i = 0; i + 4 <= c.key_bytes.size(); i += 4)
+    halves.insert(halves.end(), c.key_bytes.begin() + std::ptrdiff_t(i) + 2,
+                  c.key_bytes.begin() + std::ptrdiff_t(i) + 4);
+  c.format = KeyFormat::BF16;
+  c.key_bytes = halves;
+  return c;
+}
+
+rc::Gen<DeviceScoreCall> gen_device_score_call(rc::Gen<ScoreCall> calls) {
+  return gen::apply(
+      [](const ScoreCall& c, std::size_t count) { return device_call(with_device_keys(c), count); },
+      std::move(calls), gen::inRange<std::size_t>(1, 4));
+}
+
 }  // namespace aether::props

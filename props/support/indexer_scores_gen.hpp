@@ -7,6 +7,7 @@
 #include <rapidcheck.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <vector>
 
@@ -33,5 +34,24 @@ void showValue(const ScoreCall& call, std::ostream& os);
 rc::Gen<ScoreCall> gen_grid_score_call();
 // L2: general finite inputs, exponents kept within +-20 so nothing overflows.
 rc::Gen<ScoreCall> gen_float_score_call();
+
+// The device takes bf16 queries and bf16/E4M3 keys: a call's queries rounded to
+// bf16, to nearest even (the model then scores the rounded values), and its fp32
+// keys stored as their bf16 high halves. Queries t > 0 are query 0's heads rotated
+// by t (negated for odd t), so every query of a batch scores differently.
+struct DeviceScoreCall {
+  std::size_t count = 0;
+  std::vector<std::uint16_t> queries;  // [T, H, D] bf16 bits
+  std::vector<float> query_values, weights;
+  ScoreCall keys;
+  std::vector<float> query(std::size_t t) const;
+  std::vector<float> weight(std::size_t t) const;
+};
+// A batch of `count` queries from one call (its keys already in a device format).
+DeviceScoreCall device_call(const ScoreCall& c, std::size_t count);
+// fp32 keys stored as their bf16 high halves; other formats unchanged.
+ScoreCall with_device_keys(ScoreCall c);
+// Batches of 1 to 3 queries from generated calls, keys in a device format.
+rc::Gen<DeviceScoreCall> gen_device_score_call(rc::Gen<ScoreCall> calls);
 
 }  // namespace aether::props
