@@ -245,8 +245,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// kMaxSteps 16-deep slices of the keys stay in registers: 8 (D <= 128) leaves room
-// for three blocks per SM; 16 covers D <= 256.
+// kMaxSteps 16-deep slices of the keys stay in registers: 8 covers D <= 128 in 126
+// registers a thread (two blocks an SM, as the shared tiles allow at 64 heads); 16
+// covers D <= 256.
 // A block takes up to 32 queries, fewer when the key tiles alone would leave the
 // device without a full wave of blocks (few keys: seeds, a probe).
 template <KeyFormat kFormat, int kMaxSteps>
