@@ -159,8 +159,9 @@ __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
 // of one), all in one row: D and kChunk are multiples of 16. Past the batch's end,
 // and for a row whose slot is -1 or outside the cache, nothing is stored. Item 0's
 // part takes a division; each next one's moves kChunk elements on: kChunk / D rows
-// and kChunk % D elements (a LaneStep, one division a kernel), then at most one
-// row more, as kChunk % D < D.
+// and kChunk % D elements (a LaneStep: the store finds it once a kernel, the gather
+// once an item of its multi-item batches), then at most one row more, as
+// kChunk % D < D.
 inline constexpr unsigned kLaneElems = kChunk / 32;
 struct LanePart {
   unsigned row;    // in the batch
