@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <numeric>
 
 #include "model/dosa.hpp"
 #include "props/support/dosa_backends.hpp"
@@ -91,25 +92,40 @@ AETHER_GPU_PROP(DosaCuda, agrees_with_the_model_on_the_grid, "L1", ()) {
                        .value());
 }
 
-// L0: the probe's threshold (the k-th greatest seed score, found without the
-// seeds' top-k) is the value a sort puts k-th, on rows of a few distinct values
-// (long ties), of both signs and both zeros, and of any floats, up to twelve
-// thousand scores (several rounds of the select's loop a thread).
-AETHER_GPU_PROP(DosaCuda, the_probes_threshold_is_the_kth_greatest_score, "L0", ()) {
+// L0: each query's tau (the k-th greatest seed score) is the value a sort puts
+// k-th, and its seeds' top-k lanes are, as a set, the first k positions of a
+// stable sort by score descending (ties, -0 with +0 among them, to the lower
+// position), on rows of a few distinct values (long ties), of both signs and both
+// zeros, and of any floats, up to twelve thousand scores (several rounds of the
+// select's loops a thread).
+AETHER_GPU_PROP(DosaCuda, seed_selection_is_the_kth_greatest_and_the_top_k, "L0", ()) {
   const std::size_t n = *rc::gen::oneOf(rc::gen::inRange<std::size_t>(1, 40),
                                         rc::gen::inRange<std::size_t>(1, 12289));
+  const std::size_t queries = *rc::gen::inRange<std::size_t>(1, 4);
   const auto few = rc::gen::element(-2.5f, -0.0f, 0.0f, 1.0f, 3.0e38f, -1.0e-40f);
   const auto any = rc::gen::map(rc::gen::arbitrary<std::uint32_t>(), [](std::uint32_t u) {
     const float x = std::bit_cast<float>(u);
     return std::isfinite(x) ? x : 1.0f;
   });
-  std::vector<float> scores =
-      *rc::gen::container<std::vector<float>>(n, *rc::gen::element(0, 1) == 0 ? few : any);
+  const std::vector<float> scores = *rc::gen::container<std::vector<float>>(
+      queries * n, *rc::gen::element(0, 1) == 0 ? few : any);
   const std::size_t k = *rc::gen::inRange<std::size_t>(1, n + 1);
-  std::vector<float> sorted = scores;
-  std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(k - 1), sorted.end(),
-                   std::greater<>());
-  RC_ASSERT(props::cuda_kth_greatest(scores, k) == sorted[k - 1]);
+  const props::SeedSelection got = props::cuda_select_seeds(scores, queries, k);
+  for (std::size_t t = 0; t < queries; ++t) {
+    const auto row = std::span(scores).subspan(t * n, n);
+    std::vector<std::int32_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+      return row[std::size_t(a)] > row[std::size_t(b)];
+    });
+    std::vector<std::int32_t> want(order.begin(), order.begin() + std::ptrdiff_t(k));
+    std::vector<std::int32_t> lanes(got.lanes.begin() + std::ptrdiff_t(t * k),
+                                    got.lanes.begin() + std::ptrdiff_t(t * k + k));
+    std::sort(want.begin(), want.end());
+    std::sort(lanes.begin(), lanes.end());
+    RC_ASSERT(got.tau[t] == row[std::size_t(order[k - 1])]);
+    RC_ASSERT(lanes == want);
+  }
 }
 
 // L0 refusals: the same error as the model on the same values, out untouched;

@@ -138,6 +138,45 @@ int queue_verdict_copy(const Verdict& verdict, Stream stream) {
 
 int wait_verdict(const Verdict& verdict) { return cudaEventSynchronize(verdict.copied); }
 
+Stream fork_side(Stream stream) {
+  struct Side {
+    int device;
+    cudaStream_t stream;
+    cudaEvent_t forked;
+  };
+  struct Sides {
+    std::vector<Side> by_device;
+    ~Sides() {
+      for (const Side& s : by_device) {
+        cudaStreamDestroy(s.stream);
+        cudaEventDestroy(s.forked);
+      }
+    }
+  };
+  thread_local Sides sides;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return stream;
+  auto it = std::find_if(sides.by_device.begin(), sides.by_device.end(),
+                         [&](const Side& s) { return s.device == device; });
+  if (it == sides.by_device.end()) {
+    Side s{device, nullptr, nullptr};
+    if (cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&s.forked, cudaEventDisableTiming) != cudaSuccess) {
+      if (s.stream != nullptr) cudaStreamDestroy(s.stream);
+      cudaGetLastError();  // not sticky: the caller's work runs on its one stream
+      return stream;
+    }
+    sides.by_device.push_back(s);
+    it = sides.by_device.end() - 1;
+  }
+  if (cudaEventRecord(it->forked, stream) != cudaSuccess ||
+      cudaStreamWaitEvent(it->stream, it->forked, 0) != cudaSuccess) {
+    cudaGetLastError();
+    return stream;
+  }
+  return it->stream;
+}
+
 int end_verdict(const Verdict& verdict, Stream stream) {
   if (int e = queue_verdict_copy(verdict, stream)) return e;
   return cudaStreamSynchronize(stream);

@@ -113,6 +113,12 @@ int end_verdict(const Verdict& verdict, Stream stream);
 int queue_verdict_copy(const Verdict& verdict, Stream stream);
 int wait_verdict(const Verdict& verdict);
 
+// The calling thread's second stream on the current device (non-blocking, made on
+// first use), made to wait for everything queued on `stream` so far: work queued
+// on it runs beside what is queued on `stream` next. `stream` itself when the
+// thread cannot have one (the caller's work then runs in order, as before).
+Stream fork_side(Stream stream);
+
 // Blocks of `kernel` (a __global__ function's address) with `threads` threads
 // and `dynamic_shared` bytes of dynamic shared memory each that the current
 // device holds at once: a persistent or cooperative grid's size. A kernel with

@@ -70,7 +70,6 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   double* norms = nullptr;
   ScreenTerms* terms = nullptr;
   std::uint16_t* screen_rows = nullptr;
-  DeviceVerdict* verdict = nullptr;
   const auto take_workspace = [&]() -> cudaError_t {
     ws.reserve<float>(padded * count);  // screen values, or the wide merge's rows
     ws.reserve<std::int32_t>(n);        // ends
@@ -88,7 +87,6 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       ws.reserve<std::int32_t>(n * count);  // survivor lists
       ws.reserve<std::int32_t>(n);          // their lengths
       ws.reserve<float>(n * count);         // their scores
-      ws.reserve<DeviceVerdict>(1);
     }
     if (cudaError_t e = ws.allocate(); e != cudaSuccess) return e;
     rows = ws.take<float>(padded * count);
@@ -107,7 +105,6 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
     list = ws.take<std::int32_t>(n * count);
     counts = ws.take<std::int32_t>(n);
     list_scores = ws.take<float>(n * count);
-    verdict = ws.take<DeviceVerdict>(1);
     return cudaSuccess;
   };
 
@@ -142,7 +139,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   DevicePlans device_plans;
   // Queries [0, m) against keys [0, m_keys): the queries' screens, their seeds'
   // scores, top-K and tau, then the screen and the bound test.
-  // (The probe needs only tau: kth_greatest, not the seeds' top-k the merge reads.)
+  // (The probe needs only tau, not the seeds' top-k the merge reads.)
   const auto screen = [&](std::size_t m, std::size_t m_keys, const std::int32_t* ids,
                           bool for_probe) -> Status<DosaError> {
     const std::size_t packs = (m + pack - 1) / pack;
@@ -152,15 +149,8 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
                                    weights.subspan(0, m * heads), m, keys,
                                    ScoreList{ids, 0, nullptr}, seed_count,
                                    device_span<float>(seed_scores, m * seed_count), stream));
-    if (for_probe) {
-      AETHER_TRY(kth_greatest(seed_scores, seed_count, k, tau, stream));
-    } else {
-      AETHER_TRY(fill(ends, m, std::int32_t(seed_count), stream));
-      (void)enqueue_valid_prefix_topk(device_span<const float>(seed_scores, m * seed_count),
-                                      seed_count, device_span<const std::int32_t>(ends, m), k,
-                                      device_span<std::int32_t>(lanes, m * k), verdict, stream);
-      AETHER_TRY(seed_threshold(seed_scores, seed_count, lanes, k, m, tau, stream));
-    }
+    AETHER_TRY(
+        select_seeds(seed_scores, seed_count, k, m, tau, for_probe ? nullptr : lanes, stream));
     AETHER_TRY(launch_index_scores(
         device_span<const std::uint16_t>(screen_rows, packs * pack * width * dim),
         device_span<const float>(device_plans.screen_weights, packs * pack * width), packs,

@@ -61,13 +61,11 @@ cudaError_t prepare_screens(const std::uint16_t* queries, const float* weights,
                             std::size_t query_count, std::size_t padded, std::size_t heads,
                             std::size_t dim, const DevicePlans& plans, std::uint16_t* rows,
                             ScreenTerms* terms, std::int32_t* survivors, cudaStream_t stream);
-// tau_t: the least score of query t's seed top-K (lanes: positions in the seed list).
-cudaError_t seed_threshold(const float* seed_scores, std::size_t seed_count,
-                           const std::int32_t* lanes, std::size_t k, std::size_t query_count,
-                           float* tau, cudaStream_t stream);
-// *tau: the k-th greatest of scores[0, n) (1 <= k <= n, all finite), one query's
-// tau without its seeds' top-k (the probe's).
-cudaError_t kth_greatest(const float* scores, std::size_t n, std::size_t k, float* tau,
+// tau_t: the K-th greatest of query t's seed scores [T, seed_count] (1 <= k <=
+// seed_count, every score finite); with lanes [T, K] (else nullptr), its seeds'
+// top-K as positions in the seed list, in no order (the merge ranks them).
+cudaError_t select_seeds(const float* seed_scores, std::size_t seed_count, std::size_t k,
+                         std::size_t query_count, float* tau, std::int32_t* lanes,
                          cudaStream_t stream);
 // Keys [0, count) of every query's screen values p [T, stride]: a non-seed key whose
 // bound reaches tau_t is appended to list[t stride ...], counts[t] (zeroed before) its length.

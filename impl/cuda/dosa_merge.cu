@@ -1,9 +1,10 @@
 // The merges of CUDA DoSA (impl/cuda/dosa_kernels.hpp): each query's candidates
-// (its seeds' top-K and its survivors at or above tau) ranked in one block, or
+// (its seeds' top-K and its survivors at or above tau) selected in one block, or
 // placed among kFiller for the top-k when they are too many.
 #include <cub/block/block_radix_sort.cuh>
 
 #include "impl/cuda/dosa_kernels.hpp"
+#include "impl/cuda/radix_select.cuh"
 #include "impl/cuda/topk_rows.cuh"
 
 namespace aether::cuda::dosa {
@@ -28,17 +29,14 @@ __device__ __forceinline__ bool candidate(const Candidates& c, std::size_t t, st
 }
 
 constexpr int kMergeItems = int(kMergeCapacity / kThreads);
-using RankSort = cub::BlockRadixSort<unsigned long long, kThreads, kMergeItems>;
 using IdSort = cub::BlockRadixSort<std::uint32_t, kThreads, kMergeItems>;
 
-// Block t: the candidates as (order key, mask - id) over 32 + id_bits bits sorted
-// descending, the first K ids sorted ascending (mask = 2^id_bits - 1 is no id). No
-// candidate has key 0, the key of an empty place.
+// Block t: each candidate as an order key (score's order key, then mask - id, over
+// 32 + id_bits bits; mask = 2^id_bits - 1 is no id), the K-th greatest of them
+// selected, and the K candidates at or above it (keys are distinct) sorted by id.
+// No candidate has key 0, the key of an empty place.
 __global__ void merge_kernel(Candidates c, std::int32_t* out) {
-  __shared__ union {
-    RankSort::TempStorage rank;
-    IdSort::TempStorage ids;
-  } storage;
+  __shared__ IdSort::TempStorage storage;
   const std::size_t t = blockIdx.x;
   const std::uint32_t mask = (1u << c.id_bits) - 1;
   unsigned long long keys[kMergeItems];
@@ -50,13 +48,16 @@ __global__ void merge_kernel(Candidates c, std::int32_t* out) {
                         (mask - std::uint32_t(id))
                   : 0;
   }
-  RankSort(storage.rank).SortDescending(keys, 0, 32 + int(c.id_bits));
-  __syncthreads();
+  unsigned ties = 0;  // one: keys are distinct
+  const unsigned long long kth = kth_greatest_key<unsigned long long>(
+      [&](auto f) {
+        for (int i = 0; i < kMergeItems; ++i) f(keys[i]);
+      },
+      unsigned(c.k), 32 + int(c.id_bits), ties);
   std::uint32_t ids[kMergeItems];
   for (int i = 0; i < kMergeItems; ++i)
-    ids[i] = std::size_t(threadIdx.x) * kMergeItems + i < c.k ? mask - std::uint32_t(keys[i] & mask)
-                                                              : mask;
-  IdSort(storage.ids).Sort(ids, 0, int(c.id_bits));
+    ids[i] = keys[i] >= kth ? mask - std::uint32_t(keys[i] & mask) : mask;
+  IdSort(storage).Sort(ids, 0, int(c.id_bits));
   for (int i = 0; i < kMergeItems; ++i)
     if (const std::size_t rank = std::size_t(threadIdx.x) * kMergeItems + i; rank < c.k)
       out[t * c.k + rank] = std::int32_t(ids[i]);

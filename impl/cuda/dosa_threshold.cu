@@ -1,92 +1,74 @@
-// The thresholds of CUDA DoSA (impl/cuda/dosa_kernels.hpp): each query's tau from
-// its seeds' top-K, or one query's from its seed scores alone (the probe's).
+// The thresholds of CUDA DoSA (impl/cuda/dosa_kernels.hpp): each query's tau, the
+// K-th greatest of its seed scores, and its seeds' top-K found with it.
 #include "impl/cuda/dosa_kernels.hpp"
+#include "impl/cuda/radix_select.cuh"
+#include "impl/cuda/topk_rows.cuh"
 
 namespace aether::cuda::dosa {
 
 namespace {
-constexpr int kThreads = 256;
-
-// tau_t: block t's least seed top-K score.
-__global__ void threshold_kernel(const float* seed_scores, std::size_t seed_count,
-                                 const std::int32_t* lanes, std::size_t k, float* tau) {
-  __shared__ float least[kThreads];
-  const std::size_t t = blockIdx.x;
-  float m = 3.40282347e38f;
-  for (std::size_t i = threadIdx.x; i < k; i += kThreads)
-    m = fminf(m, seed_scores[t * seed_count + std::size_t(lanes[t * k + i])]);
-  least[threadIdx.x] = m;
-  __syncthreads();
-  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half)
-      least[threadIdx.x] = fminf(least[threadIdx.x], least[threadIdx.x + half]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) tau[t] = least[0];
-}
-
-// tau of one query from its n seed scores alone: the k-th greatest (1 <= k <= n,
-// every score finite), by a radix select over the scores' order-preserving bits, a
-// byte a round from the top. The k-th greatest is the least of any top k, so this
-// is the value seed_threshold finds from the seeds' top-k.
 constexpr int kSelectThreads = 1024;
+
+// Block t: tau_t, the k-th greatest of scores[t n, t n + n) (1 <= k <= n, every score
+// finite), by a radix select over the scores' order keys (topk::order_key: -0 ties
+// with +0), a byte a round from the top; then, when lanes are asked for, the seeds'
+// top-K as positions in the seed list: every key above tau's, and of those equal to
+// it the first in list order (the seeds ascend, so the lower ids), as the top-k's
+// tie order takes them. Positions [0, above) are in no order, the ties after them in
+// list order.
 __global__ void __launch_bounds__(kSelectThreads)
-    kth_greatest_kernel(const float* scores, std::size_t n, std::size_t k, float* tau) {
-  __shared__ unsigned count[256];
-  __shared__ unsigned prefix;  // the k-th greatest key's bytes so far
-  const auto key_of = [](float x) {
-    const unsigned u = __float_as_uint(x);
-    return u & 0x80000000u ? ~u : u | 0x80000000u;
-  };
-  const unsigned lane = threadIdx.x % 32;
-  unsigned rank = unsigned(k);  // (warp 0) its rank among the keys that share `prefix`
-  if (threadIdx.x == 0) prefix = 0;
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    for (unsigned d = threadIdx.x; d < 256; d += kSelectThreads) count[d] = 0;
+    select_kernel(const float* scores, std::size_t n, std::size_t k, float* tau,
+                  std::int32_t* lanes) {
+  __shared__ unsigned placed, before;  // keys above tau's placed; ties in earlier rounds
+  __shared__ unsigned in_warp[kSelectThreads / 32];
+  const std::size_t t = blockIdx.x;
+  scores += t * n;
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (threadIdx.x == 0) placed = 0, before = 0;
+  unsigned taken = 0;
+  const unsigned key_tau = kth_greatest_key<unsigned>(
+      [&](auto f) {
+        for (std::size_t i = threadIdx.x; i < n; i += kSelectThreads) f(topk::order_key(scores[i]));
+      },
+      unsigned(k), 32, taken);
+  if (threadIdx.x == 0)
+    tau[t] = __uint_as_float(key_tau & 0x80000000u ? key_tau & 0x7fffffffu : ~key_tau);
+  if (lanes == nullptr) return;
+  lanes += t * k;
+  const unsigned above = unsigned(k) - taken;
+  for (std::size_t base = 0; base < n; base += kSelectThreads) {
+    const std::size_t i = base + threadIdx.x;
+    const unsigned key = i < n ? topk::order_key(scores[i]) : 0;
+    if (i < n && key > key_tau) lanes[atomicAdd(&placed, 1u)] = std::int32_t(i);
+    const bool tie = i < n && key == key_tau;
+    const unsigned ballot = __ballot_sync(0xffffffffu, tie);
+    if (lane == 0) in_warp[warp] = __popc(ballot);
     __syncthreads();
-    const unsigned high = shift == 24 ? 0u : ~0u << (shift + 8), want = prefix;
-    for (std::size_t i = threadIdx.x; i < n; i += kSelectThreads) {
-      const unsigned key = key_of(scores[i]);
-      if ((key & high) == want) atomicAdd(&count[key >> shift & 255], 1u);
-    }
-    __syncthreads();
-    if (threadIdx.x < 32) {  // lane l: bytes 255 - 8 l down to 248 - 8 l
-      unsigned mine = 0;
-      for (unsigned d = 0; d < 8; ++d) mine += count[255 - 8 * lane - d];
-      unsigned above = mine;  // keys with a byte above this lane's last: lanes 0 .. l
+    if (warp == 0) {  // exclusive prefix of the warps' ties
+      const unsigned mine = lane < kSelectThreads / 32 ? in_warp[lane] : 0;
+      unsigned sum = mine;
       for (unsigned m = 1; m < 32; m *= 2) {
-        const unsigned x = __shfl_up_sync(0xffffffffu, above, m);
-        if (lane >= m) above += x;
+        const unsigned x = __shfl_up_sync(0xffffffffu, sum, m);
+        if (lane >= m) sum += x;
       }
-      const unsigned first = __ffs(__ballot_sync(0xffffffffu, above >= rank)) - 1;
-      unsigned byte = 0, left = 0;
-      if (lane == first) {
-        unsigned seen = above - mine;
-        for (byte = 255 - 8 * lane; seen + count[byte] < rank; --byte) seen += count[byte];
-        left = rank - seen;
-      }
-      byte = __shfl_sync(0xffffffffu, byte, int(first));
-      rank = __shfl_sync(0xffffffffu, left, int(first));
-      if (lane == 0) prefix = want | byte << shift;
+      if (lane < kSelectThreads / 32) in_warp[lane] = sum - mine;
     }
+    __syncthreads();
+    const unsigned order = before + in_warp[warp] + __popc(ballot & ((1u << lane) - 1));
+    if (tie && order < taken) lanes[above + order] = std::int32_t(i);
+    __syncthreads();
+    if (threadIdx.x == kSelectThreads - 1) before = order + tie;
     __syncthreads();
   }
-  if (threadIdx.x == 0)
-    *tau = __uint_as_float(prefix & 0x80000000u ? prefix & 0x7fffffffu : ~prefix);
 }
 
 }  // namespace
 
-cudaError_t seed_threshold(const float* seed_scores, std::size_t seed_count,
-                           const std::int32_t* lanes, std::size_t k, std::size_t query_count,
-                           float* tau, cudaStream_t stream) {
-  threshold_kernel<<<unsigned(query_count), kThreads, 0, stream>>>(seed_scores, seed_count, lanes,
-                                                                   k, tau);
-  return cudaGetLastError();
-}
-cudaError_t kth_greatest(const float* scores, std::size_t n, std::size_t k, float* tau,
+cudaError_t select_seeds(const float* seed_scores, std::size_t seed_count, std::size_t k,
+                         std::size_t query_count, float* tau, std::int32_t* lanes,
                          cudaStream_t stream) {
-  kth_greatest_kernel<<<1, kSelectThreads, 0, stream>>>(scores, n, k, tau);
+  select_kernel<<<unsigned(query_count), kSelectThreads, 0, stream>>>(seed_scores, seed_count, k,
+                                                                      tau, lanes);
   return cudaGetLastError();
 }
 }  // namespace aether::cuda::dosa

@@ -37,10 +37,12 @@ struct ScoreList {
 // every query, weight and key is finite, the shapes of queries, weights and keys
 // agree and the device runs the shape. `meanwhile`, when given, runs on the host
 // while the device checks (once the check and the verdict's copy are queued, before
-// the wait), so that a caller's own host checks cost no time of their own; device
-// work it queues runs after the verdict's copy and is not waited for (it must write
-// only what the caller may change whatever the verdict). It is not run when a check
-// decided on the host refuses first.
+// the wait), so that a caller's own host checks cost no time of their own; the
+// device check then runs on a second stream (fork_side), so that device work
+// `meanwhile` queues on `stream` runs beside it and is not waited for (it must write
+// only what the caller may change whatever the verdict, and read the inputs as
+// possibly non-finite); `stream` waits for the check before later work. It is not
+// run when a check decided on the host refuses first.
 Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries,
                                         device_span<const float> weights, std::size_t query_count,
                                         const DeviceIndexKeys& keys, Stream stream,

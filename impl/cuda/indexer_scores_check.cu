@@ -111,16 +111,22 @@ Status<IndexerError> check_index_scores(device_span<const std::uint16_t> queries
   Shape s = shape_of(queries, query_count, heads, keys);
   if (!keys_whole) s.keys = 0;
 
+  // With work of the caller's to run meanwhile, the check runs on a second stream
+  // beside it, joined back once its verdict is in.
+  const Stream check = meanwhile ? fork_side(stream) : stream;
   Verdict v;
-  if (int e = begin_verdict(v, stream)) return ie::DeviceFailure{e};
+  if (int e = begin_verdict(v, check)) return ie::DeviceFailure{e};
   const std::size_t work =
       std::max({queries.size(), weights.size(), s.keys * (s.dim + 1), std::size_t(1)});
   const unsigned blocks = unsigned(std::min<std::size_t>((work + 255) / 256, 4096));
-  validate<<<blocks, 256, 0, stream>>>(queries.data(), weights.data(), keys.bytes.data(),
-                                       keys.format, s, v.word());
-  if (int e = queue_verdict_copy(v, stream)) return ie::DeviceFailure{e};
+  validate<<<blocks, 256, 0, check>>>(queries.data(), weights.data(), keys.bytes.data(),
+                                      keys.format, s, v.word());
+  if (int e = queue_verdict_copy(v, check)) return ie::DeviceFailure{e};
   if (meanwhile) meanwhile();
   if (int e = wait_verdict(v)) return ie::DeviceFailure{e};
+  if (check != stream)
+    if (cudaError_t e = cudaStreamWaitEvent(stream, v.copied, 0); e != cudaSuccess)
+      return ie::DeviceFailure{int(e)};
   const unsigned long long verdict = v.refusal();
   if (verdict != kNoError) {
     const unsigned input = unsigned(verdict >> 62);

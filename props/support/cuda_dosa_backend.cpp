@@ -36,14 +36,17 @@ Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
   return status;
 }
 
-float cuda_kth_greatest(std::span<const float> scores, std::size_t k) {
-  DeviceBuffer<float> d_scores(scores), d_tau(std::vector<float>{0.0f});
-  cuda_check(cuda::dosa::kth_greatest(d_scores.span().data(), scores.size(), k, d_tau.span().data(),
-                                      nullptr),
-             "kth_greatest");
-  float tau = 0;
-  d_tau.download(std::span(&tau, 1));
-  return tau;
+SeedSelection cuda_select_seeds(std::span<const float> scores, std::size_t queries, std::size_t k) {
+  const std::size_t n = queries ? scores.size() / queries : 0;
+  SeedSelection got{std::vector<float>(queries), std::vector<std::int32_t>(queries * k, -1)};
+  DeviceBuffer<float> d_scores(scores), d_tau{std::span<const float>(got.tau)};
+  DeviceBuffer<std::int32_t> d_lanes{std::span<const std::int32_t>(got.lanes)};
+  cuda_check(cuda::dosa::select_seeds(d_scores.span().data(), n, k, queries, d_tau.span().data(),
+                                      d_lanes.span().data(), nullptr),
+             "select_seeds");
+  d_tau.download(got.tau);
+  d_lanes.download(got.lanes);
+  return got;
 }
 
 }  // namespace aether::props

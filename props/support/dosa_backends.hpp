@@ -39,9 +39,14 @@ Status<DosaError> cuda_dosa_topk(std::span<const std::uint16_t> queries,
 Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
                                    std::span<const float> weights, const IndexKeys& keys,
                                    const DosaPlan& plan, std::span<double> out);
-// The probe's threshold kernel (cuda::dosa::kth_greatest) on `scores`: their k-th
-// greatest, 1 <= k <= scores.size(), every score finite.
-float cuda_kth_greatest(std::span<const float> scores, std::size_t k);
+// The seeds' select kernel (cuda::dosa::select_seeds) on rows [queries, n] of
+// `scores` (1 <= k <= n, every score finite): each row's tau and its top-k lanes
+// ([queries, k], each row's in the kernel's order).
+struct SeedSelection {
+  std::vector<float> tau;
+  std::vector<std::int32_t> lanes;
+};
+SeedSelection cuda_select_seeds(std::span<const float> scores, std::size_t queries, std::size_t k);
 #endif
 
 }  // namespace aether::props

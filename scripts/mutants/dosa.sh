@@ -53,12 +53,15 @@ mutant dosa cpu-seed-bounded-at-t-left-out impl/cpu/dosa_seeds.hpp \
   's|bounds\[i\] >= double(t)|bounds[i] > double(t)|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
-# dosa on CUDA (staged): the threshold taken over all but the last of the seeds' top-K,
+# dosa on CUDA (staged): the seeds' select taking the last of the ties at tau, not
+# the first, and dropping the last tie it takes,
 # the anchored residual dropped and the aggregated deduction doubled (the shared
 # preparation, as the device computes it), the margin without the tensor cores'
 # error, survivors scoring exactly tau dropped, ties merged toward the higher id
-cuda_mutant dosa cuda-threshold-skips-the-last-lane impl/cuda/dosa_threshold.cu \
-  's|  for (std::size_t i = threadIdx.x; i < k; i += kThreads)|  for (std::size_t i = threadIdx.x; i + 1 < k; i += kThreads)|'
+cuda_mutant dosa cuda-seed-ties-to-the-higher-lane impl/cuda/dosa_threshold.cu \
+  's|__popc(ballot \& ((1u << lane) - 1))|__popc(ballot >> lane) - 1|'
+cuda_mutant dosa cuda-seed-select-drops-the-last-tie impl/cuda/dosa_threshold.cu \
+  's|    if (tie \&\& order < taken) lanes|    if (tie \&\& order + 1 < taken) lanes|'
 cuda_mutant dosa cuda-residual-dropped impl/cuda/dosa_kernels.cu \
   's|          dosa_screen::anchor_share(w\[a.head\], s, dim|          0 * dosa_screen::anchor_share(w[a.head], s, dim|'
 cuda_mutant dosa cuda-deduction-doubled impl/dosa_screen.hpp \
@@ -69,9 +72,12 @@ cuda_mutant dosa cuda-survivor-at-tau-dropped impl/cuda/dosa_merge.cu \
   's|  return score >= c.tau\[t\];|  return score > c.tau[t];|'
 cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
   's|(mask - std::uint32_t(id))|std::uint32_t(id)|'
-# the probe's select counting keys of other prefixes (a lower tau)
-cuda_mutant dosa cuda-probe-select-counts-other-prefixes impl/cuda/dosa_threshold.cu \
+# the radix select (the seeds' tau, the merge's K-th) counting keys of other
+# prefixes, and the merge keeping only the candidates above its K-th
+cuda_mutant dosa cuda-select-counts-other-prefixes impl/cuda/radix_select.cuh \
   's|      if ((key \& high) == want) atomicAdd|      if ((key \& high) >= want) atomicAdd|'
+cuda_mutant dosa cuda-merge-drops-the-kth impl/cuda/dosa_merge.cu \
+  's|    ids\[i\] = keys\[i\] >= kth ?|    ids[i] = keys[i] > kth ?|'
 # the fallback's queued scorer gated the wrong way round (a fallback ranks stale rows)
 cuda_mutant dosa cuda-fallback-gate-inverted impl/cuda/indexer_scores.cu \
   's|  if (s.list.gate != nullptr \&\& \*s.list.gate <= s.list.gate_limit) return;|  if (s.list.gate != nullptr \&\& *s.list.gate > s.list.gate_limit) return;|'
