@@ -138,43 +138,60 @@ int queue_verdict_copy(const Verdict& verdict, Stream stream) {
 
 int wait_verdict(const Verdict& verdict) { return cudaEventSynchronize(verdict.copied); }
 
-Stream fork_side(Stream stream) {
-  struct Side {
-    int device;
-    cudaStream_t stream;
-    cudaEvent_t forked;
-  };
+namespace {
+// The calling thread's second stream on the current device and its two events
+// (nullptr when it cannot have them).
+struct Side {
+  int device;
+  cudaStream_t stream;
+  cudaEvent_t forked, joined;
+};
+Side* side_slot() {
   struct Sides {
     std::vector<Side> by_device;
     ~Sides() {
       for (const Side& s : by_device) {
         cudaStreamDestroy(s.stream);
         cudaEventDestroy(s.forked);
+        cudaEventDestroy(s.joined);
       }
     }
   };
   thread_local Sides sides;
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return stream;
-  auto it = std::find_if(sides.by_device.begin(), sides.by_device.end(),
-                         [&](const Side& s) { return s.device == device; });
-  if (it == sides.by_device.end()) {
-    Side s{device, nullptr, nullptr};
-    if (cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaEventCreateWithFlags(&s.forked, cudaEventDisableTiming) != cudaSuccess) {
-      if (s.stream != nullptr) cudaStreamDestroy(s.stream);
-      cudaGetLastError();  // not sticky: the caller's work runs on its one stream
-      return stream;
-    }
-    sides.by_device.push_back(s);
-    it = sides.by_device.end() - 1;
+  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  for (Side& s : sides.by_device)
+    if (s.device == device) return &s;
+  Side s{device, nullptr, nullptr, nullptr};
+  if (cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaEventCreateWithFlags(&s.forked, cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventCreateWithFlags(&s.joined, cudaEventDisableTiming) != cudaSuccess) {
+    if (s.stream != nullptr) cudaStreamDestroy(s.stream);
+    if (s.forked != nullptr) cudaEventDestroy(s.forked);
+    cudaGetLastError();  // not sticky: the caller's work runs on its one stream
+    return nullptr;
   }
-  if (cudaEventRecord(it->forked, stream) != cudaSuccess ||
-      cudaStreamWaitEvent(it->stream, it->forked, 0) != cudaSuccess) {
+  sides.by_device.push_back(s);
+  return &sides.by_device.back();
+}
+}  // namespace
+
+Stream fork_side(Stream stream) {
+  Side* s = side_slot();
+  if (s == nullptr || cudaEventRecord(s->forked, stream) != cudaSuccess ||
+      cudaStreamWaitEvent(s->stream, s->forked, 0) != cudaSuccess) {
     cudaGetLastError();
     return stream;
   }
-  return it->stream;
+  return s->stream;
+}
+
+int join_side(Stream stream, Stream side) {
+  if (side == stream) return 0;
+  Side* s = side_slot();
+  if (s == nullptr || s->stream != side) return cudaErrorInvalidResourceHandle;
+  if (cudaError_t e = cudaEventRecord(s->joined, side); e != cudaSuccess) return e;
+  return cudaStreamWaitEvent(stream, s->joined, 0);
 }
 
 int end_verdict(const Verdict& verdict, Stream stream) {

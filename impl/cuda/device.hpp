@@ -118,6 +118,9 @@ int wait_verdict(const Verdict& verdict);
 // on it runs beside what is queued on `stream` next. `stream` itself when the
 // thread cannot have one (the caller's work then runs in order, as before).
 Stream fork_side(Stream stream);
+// `stream` made to wait for everything queued on `side` so far (nothing when side is
+// stream); 0 or the cudaError_t.
+int join_side(Stream stream, Stream side);
 
 // Blocks of `kernel` (a __global__ function's address) with `threads` threads
 // and `dynamic_shared` bytes of dynamic shared memory each that the current

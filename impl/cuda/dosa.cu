@@ -26,6 +26,11 @@ constexpr double kPays = 0.9;  // pruning must cost under this share of full sco
 // about 60 of them a nanosecond): a key's bound and list entry, and the pipeline's
 // fixed launches and waits (measured: bench/dosa_bench_cuda, docs/performance.md).
 constexpr double kBoundTiles = 0.5, kFixedTiles = 4e6;
+// The most seed tile-keys scored beside the probe. H200, L 131072, 64 queries of 64
+// heads (bench/dosa_bench_cuda): 4096 seeds (2^20 tile-keys) took 20-30 us off a
+// pruned call; 12288 slowed a fallback by 45 us, their blocks holding the SMs the
+// probe's kernels wait for.
+constexpr double kSpeculateTiles = 1 << 20;
 
 }  // namespace
 
@@ -58,53 +63,58 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   // The probe's keys: query 0 against the first kProbe, their norms queued first.
   const bool probing = prune && options.fall_back_when_unpaid;
   const std::size_t probe = probing ? std::min(count, kProbe) : 0;
+  // The batch's seeds scored beside the probe (speculatively: the fallback discards
+  // them) only where they fit beside it in one wave of the scorer.
+  const bool speculate =
+      probing && double(n) * double(seed_count) * double(tiles16(heads)) <= kSpeculateTiles;
 
   DosaStats local;
-  Workspace ws;
-  float *rows = nullptr, *scales = nullptr, *seed_scores = nullptr, *tau = nullptr,
-        *list_scores = nullptr;
-  std::int32_t *ends = nullptr, *seed_ids = nullptr, *lanes = nullptr, *list = nullptr,
-               *counts = nullptr;
-  std::byte* blob_bytes = nullptr;
+  // One screening pass's buffers (its queries' plans, screens, seed scores, tau,
+  // survivor lists and counts): the probe's apart from the batch's, so that the
+  // batch's seeds are scored on a second stream while the probe runs.
+  struct Pass {
+    std::byte* blob;
+    DevicePlans plans;
+    float *seed_scores, *tau;
+    ScreenTerms* terms;
+    std::uint16_t* screen_rows;
+    std::int32_t *list, *counts;
+  };
+  Pass probe_pass{}, batch{};
+  float *rows = nullptr, *scales = nullptr, *list_scores = nullptr;
+  std::int32_t *ends = nullptr, *seed_ids = nullptr, *lanes = nullptr;
   std::uint8_t* is_seed = nullptr;
   double* norms = nullptr;
-  ScreenTerms* terms = nullptr;
-  std::uint16_t* screen_rows = nullptr;
+  const auto lay_out = [&](auto&& put) {  // the workspace, in one order to reserve and take
+    put(rows, padded * count);            // screen values, or the wide merge's rows
+    put(ends, n);
+    if (!prune) return;
+    put(seed_ids, seed_count);
+    put(is_seed, count);
+    put(norms, count);
+    put(scales, count);
+    put(lanes, n * k);
+    put(list_scores, n * count);
+    const auto pass = [&](Pass& p, std::size_t m, std::size_t m_keys,
+                          std::span<const DosaPlan> its) {  // (plans' count not checked yet)
+      const std::size_t m_padded = (m + pack - 1) / pack * pack;
+      put(p.blob, PlanBlob::bound(its, width, m_padded));
+      put(p.seed_scores, m * seed_count);
+      put(p.tau, m);
+      put(p.terms, m);
+      put(p.screen_rows, m_padded * width * dim);
+      put(p.list, m * m_keys);
+      put(p.counts, m);
+    };
+    pass(batch, n, count, plans);
+    if (probing) pass(probe_pass, 1, probe, plans.first(std::min<std::size_t>(1, plans.size())));
+  };
+  Workspace ws;
   const auto take_workspace = [&]() -> cudaError_t {
-    ws.reserve<float>(padded * count);  // screen values, or the wide merge's rows
-    ws.reserve<std::int32_t>(n);        // ends
-    if (prune) {
-      ws.reserve<std::byte>(PlanBlob::bound(plans, width, padded));
-      ws.reserve<std::int32_t>(seed_count);
-      ws.reserve<std::uint8_t>(count);
-      ws.reserve<double>(count);
-      ws.reserve<float>(count);
-      ws.reserve<float>(n * seed_count);
-      ws.reserve<std::int32_t>(n * k);
-      ws.reserve<float>(n);
-      ws.reserve<ScreenTerms>(n);
-      ws.reserve<std::uint16_t>(padded * width * dim);
-      ws.reserve<std::int32_t>(n * count);  // survivor lists
-      ws.reserve<std::int32_t>(n);          // their lengths
-      ws.reserve<float>(n * count);         // their scores
-    }
+    lay_out([&](auto*& p, std::size_t m) { ws.reserve<std::remove_reference_t<decltype(*p)>>(m); });
     if (cudaError_t e = ws.allocate(); e != cudaSuccess) return e;
-    rows = ws.take<float>(padded * count);
-    ends = ws.take<std::int32_t>(n);
-    if (!prune) return cudaSuccess;
-    blob_bytes = ws.take<std::byte>(PlanBlob::bound(plans, width, padded));
-    seed_ids = ws.take<std::int32_t>(seed_count);
-    is_seed = ws.take<std::uint8_t>(count);
-    norms = ws.take<double>(count);
-    scales = ws.take<float>(count);
-    seed_scores = ws.take<float>(n * seed_count);
-    lanes = ws.take<std::int32_t>(n * k);
-    tau = ws.take<float>(n);
-    terms = ws.take<ScreenTerms>(n);
-    screen_rows = ws.take<std::uint16_t>(padded * width * dim);
-    list = ws.take<std::int32_t>(n * count);
-    counts = ws.take<std::int32_t>(n);
-    list_scores = ws.take<float>(n * count);
+    lay_out(
+        [&](auto*& p, std::size_t m) { p = ws.take<std::remove_reference_t<decltype(*p)>>(m); });
     return cudaSuccess;
   };
 
@@ -136,30 +146,45 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   std::vector<std::int32_t> sorted;
   std::span<std::int32_t> host_counts;
   std::int32_t probe_pays_up_to = 0;
-  DevicePlans device_plans;
-  // Queries [0, m) against keys [0, m_keys): the queries' screens, their seeds'
-  // scores, top-K and tau, then the screen and the bound test.
-  // (The probe needs only tau, not the seeds' top-k the merge reads.)
-  const auto screen = [&](std::size_t m, std::size_t m_keys, const std::int32_t* ids,
-                          bool for_probe) -> Status<DosaError> {
+  // Queries [0, m) of pass p: their seeds' scores, tau and (when `top` is given) the
+  // seeds' top-K lanes.
+  const auto seeds_of = [&](Pass& p, std::size_t m, const std::int32_t* ids, std::int32_t* top,
+                            Stream s, Gate gate) -> cudaError_t {
+    if (cudaError_t e = launch_index_scores(
+            queries.subspan(0, m * heads * dim), weights.subspan(0, m * heads), m, keys,
+            ScoreList{.ids = ids, .gate = gate.word, .gate_low = gate.low, .gate_high = gate.high},
+            seed_count, device_span<float>(p.seed_scores, m * seed_count), s);
+        e != cudaSuccess)
+      return e;
+    return select_seeds(p.seed_scores, seed_count, k, m, p.tau, top, s, gate);
+  };
+  // ... their screens (and survivor counts zeroed), then the screens against keys
+  // [0, m_keys), scored, and the bound test.
+  const auto prepare_of = [&](Pass& p, std::size_t m) -> cudaError_t {
+    return prepare_screens(queries.data(), weights.data(), m, (m + pack - 1) / pack * pack, heads,
+                           dim, p.plans, p.screen_rows, p.terms, p.counts, stream);
+  };
+  const auto screens_of = [&](Pass& p, std::size_t m, std::size_t m_keys) -> Status<DosaError> {
     const std::size_t packs = (m + pack - 1) / pack;
-    AETHER_TRY(prepare_screens(queries.data(), weights.data(), m, packs * pack, heads, dim,
-                               device_plans, screen_rows, terms, counts, stream));
-    AETHER_TRY(launch_index_scores(queries.subspan(0, m * heads * dim),
-                                   weights.subspan(0, m * heads), m, keys,
-                                   ScoreList{ids, 0, nullptr}, seed_count,
-                                   device_span<float>(seed_scores, m * seed_count), stream));
-    AETHER_TRY(
-        select_seeds(seed_scores, seed_count, k, m, tau, for_probe ? nullptr : lanes, stream));
     AETHER_TRY(launch_index_scores(
-        device_span<const std::uint16_t>(screen_rows, packs * pack * width * dim),
-        device_span<const float>(device_plans.screen_weights, packs * pack * width), packs,
+        device_span<const std::uint16_t>(p.screen_rows, packs * pack * width * dim),
+        device_span<const float>(p.plans.screen_weights, packs * pack * width), packs,
         DeviceIndexKeys{keys.format, keys.bytes.subspan(0, m_keys * row_bytes), dim},
         ScoreList{.heads_per_score = width}, 0, device_span<float>(rows, packs * pack * m_keys),
         stream));
-    AETHER_TRY(screen_keys(rows, m_keys, m_keys, m, terms, tau, norms, scales, is_seed, list,
-                           counts, stream));
+    AETHER_TRY(screen_keys(rows, m_keys, m_keys, m, p.terms, p.tau, norms, scales, is_seed, p.list,
+                           p.counts, stream));
     return Ok{};
+  };
+
+  // The batch's seeds: the keys' norms past the probe's, the seeds' scores and top-K.
+  const auto batch_seeds = [&](Stream s, Gate gate) -> cudaError_t {
+    if (probe > 0 && probe < count)
+      if (cudaError_t e = key_norms(keys.bytes.data() + probe * row_bytes, keys.format, dim,
+                                    count - probe, norms + probe, scales + probe, s);
+          e != cudaSuccess)
+        return e;
+    return seeds_of(batch, n, seed_ids, lanes, s, gate);
   };
 
   // While the device checks the scorer's inputs for NaN and inf, device work that
@@ -167,7 +192,8 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   // scorer or the probe's keys' norms; then, once the seeds and plan 0 have passed
   // the host's checks, the seeds' marks and the probe, query 0 on the first kProbe
   // keys, whose survivor count the host reads after the verdict, the fallback's
-  // full scoring queued behind it (the other plans are checked while it runs).
+  // full scoring queued behind it, and beside the probe on a second stream the
+  // batch's seeds (the other plans are checked while they run).
   const auto early = [&]() -> cudaError_t {
     if (n == 0 || k == 0) return cudaSuccess;
     if (cudaError_t e = take_workspace(); e != cudaSuccess) return e;
@@ -199,11 +225,17 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
     AETHER_TRY(mark_seeds(seeds.data(), seed_count, is_seed, stream));
     host_counts = pinned_counts(n);
     if (host_counts.data() == nullptr) return de::DeviceFailure{int(cudaErrorMemoryAllocation)};
-    if (probing) {  // query 0 against the first `probe` keys, on the caller's seeds
+    if (probing) {  // its count, which gates the batch's seeds below, zeroed before them
       const PlanBlob first(plans.first(1), in.weights.first(heads), width, pack);
-      AETHER_TRY(first.upload(blob_bytes, stream, device_plans));
-      if (auto st = screen(1, probe, seeds.data(), true); !st.ok()) return st;
-      AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, 4, cudaMemcpyDeviceToHost, stream));
+      AETHER_TRY(first.upload(probe_pass.blob, stream, probe_pass.plans));
+      AETHER_TRY(prepare_of(probe_pass, 1));
+    }
+    const Stream side = speculate ? fork_side(stream) : stream;
+    if (probing) {  // query 0 against the first `probe` keys, on the caller's seeds
+      AETHER_TRY(seeds_of(probe_pass, 1, seeds.data(), nullptr, stream, {}));
+      if (auto st = screens_of(probe_pass, 1, probe); !st.ok()) return st;
+      AETHER_TRY(cudaMemcpyAsync(host_counts.data(), probe_pass.counts, 4, cudaMemcpyDeviceToHost,
+                                 stream));
       AETHER_TRY(cudaEventRecord(probe_counted(), stream));
       // The most survivors of the probe's others (its keys not seeds) at which
       // pruning still pays.
@@ -216,17 +248,26 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       local.screened = others;
       // Full scoring, run by the device only when the probe's count says pruning does
       // not pay: a fallback waits for no host round trip.
-      AETHER_TRY(score_all(ScoreList{.gate = counts, .gate_limit = std::int32_t(lo)}));
+      AETHER_TRY(score_all(ScoreList{.gate = probe_pass.counts, .gate_low = std::int32_t(lo) + 1}));
       probe_pays_up_to = std::int32_t(lo);
     }
-    // the seeds ascending: their top-k's ties to the lower position are to the lower id
+    // The batch's seeds ascending (their top-k's ties to the lower position are to the
+    // lower id); when speculating, the rest of the keys' norms and the seeds' scores and
+    // top-K beside the probe, joined back before whatever is queued next (the fallback's
+    // top-k, or the batch's screens). Their blocks stop once the probe's count, rising
+    // as it runs, rules pruning out: a count that rises past the limit ends past it, so
+    // a pruned batch has them all.
     if (!std::is_sorted(in.seeds.begin(), in.seeds.end())) {
       sorted.assign(in.seeds.begin(), in.seeds.end());
       std::sort(sorted.begin(), sorted.end());
     }
     const std::span<const std::int32_t> ascending = sorted.empty() ? in.seeds : sorted;
-    AETHER_TRY(cudaMemcpyAsync(seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice,
-                               stream));
+    AETHER_TRY(
+        cudaMemcpyAsync(seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice, side));
+    if (speculate) {
+      AETHER_TRY(batch_seeds(side, Gate{probe_pass.counts, 0, probe_pays_up_to}));
+      AETHER_TRY(join_side(stream, side));
+    }
     return after_plans(Ok{});
   };
   HostInputs host;
@@ -246,37 +287,38 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       local.survivors = std::size_t(host_counts[0]);  // of the probe's others
       return rank_all();
     }
-    if (probe < count)
-      AETHER_TRY(key_norms(keys.bytes.data() + probe * row_bytes, keys.format, dim, count - probe,
-                           norms + probe, scales + probe, stream));
   }
-  AETHER_TRY(all.upload(blob_bytes, stream, device_plans));
-  if (auto st = screen(n, count, seed_ids, false); !st.ok()) return st;
-  AETHER_TRY(cudaMemcpyAsync(host_counts.data(), counts, n * 4, cudaMemcpyDeviceToHost, stream));
+  if (!speculate) AETHER_TRY(batch_seeds(stream, {}));
+  AETHER_TRY(all.upload(batch.blob, stream, batch.plans));
+  AETHER_TRY(prepare_of(batch, n));
+  if (auto st = screens_of(batch, n, count); !st.ok()) return st;
+  AETHER_TRY(
+      cudaMemcpyAsync(host_counts.data(), batch.counts, n * 4, cudaMemcpyDeviceToHost, stream));
   AETHER_TRY(cudaStreamSynchronize(stream));
   const std::size_t longest =
       std::size_t(*std::max_element(host_counts.begin(), host_counts.end()));
   if (longest > 0)
-    AETHER_TRY(launch_index_scores(queries, weights, n, keys, ScoreList{list, count, counts},
-                                   longest, device_span<float>(list_scores, n * longest), stream));
-  const Candidates candidates{.seed_scores = seed_scores,
+    AETHER_TRY(launch_index_scores(queries, weights, n, keys,
+                                   ScoreList{batch.list, count, batch.counts}, longest,
+                                   device_span<float>(list_scores, n * longest), stream));
+  const Candidates candidates{.seed_scores = batch.seed_scores,
                               .seed_count = seed_count,
                               .lanes = lanes,
                               .seed_ids = seed_ids,
                               .k = k,
-                              .list = list,
+                              .list = batch.list,
                               .list_stride = count,
                               .list_scores = list_scores,
                               .score_stride = longest,
-                              .counts = counts,
-                              .tau = tau,
+                              .counts = batch.counts,
+                              .tau = batch.tau,
                               .id_bits = std::uint32_t(std::bit_width(count))};
   if (k + longest <= kMergeCapacity) {
     AETHER_TRY(merge_candidates(candidates, n, out.data(), stream));
     AETHER_TRY(cudaStreamSynchronize(stream));
   } else {  // the wide merge: candidates at their ids among kFiller, ranked by the top-k
     std::vector<float> host_tau(n);
-    AETHER_TRY(cudaMemcpyAsync(host_tau.data(), tau, n * 4, cudaMemcpyDeviceToHost, stream));
+    AETHER_TRY(cudaMemcpyAsync(host_tau.data(), batch.tau, n * 4, cudaMemcpyDeviceToHost, stream));
     AETHER_TRY(fill(rows, n * count, kFiller, stream));
     AETHER_TRY(place(candidates, n, longest, rows, count, stream));
     AETHER_TRY(cudaStreamSynchronize(stream));

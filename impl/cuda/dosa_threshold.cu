@@ -1,6 +1,7 @@
 // The thresholds of CUDA DoSA (impl/cuda/dosa_kernels.hpp): each query's tau, the
 // K-th greatest of its seed scores, and its seeds' top-K found with it.
 #include "impl/cuda/dosa_kernels.hpp"
+#include "impl/cuda/gate.cuh"
 #include "impl/cuda/radix_select.cuh"
 #include "impl/cuda/topk_rows.cuh"
 
@@ -15,10 +16,11 @@ constexpr int kSelectThreads = 1024;
 // top-K as positions in the seed list: every key above tau's, and of those equal to
 // it the first in list order (the seeds ascend, so the lower ids), as the top-k's
 // tie order takes them. Positions [0, above) are in no order, the ties after them in
-// list order.
+// list order. Nothing while the gate is shut.
 __global__ void __launch_bounds__(kSelectThreads)
     select_kernel(const float* scores, std::size_t n, std::size_t k, float* tau,
-                  std::int32_t* lanes) {
+                  std::int32_t* lanes, Gate gate) {
+  if (!gate_open(gate.word, gate.low, gate.high)) return;
   __shared__ unsigned placed, before;  // keys above tau's placed; ties in earlier rounds
   __shared__ unsigned in_warp[kSelectThreads / 32];
   const std::size_t t = blockIdx.x;
@@ -66,9 +68,9 @@ __global__ void __launch_bounds__(kSelectThreads)
 
 cudaError_t select_seeds(const float* seed_scores, std::size_t seed_count, std::size_t k,
                          std::size_t query_count, float* tau, std::int32_t* lanes,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, Gate gate) {
   select_kernel<<<unsigned(query_count), kSelectThreads, 0, stream>>>(seed_scores, seed_count, k,
-                                                                      tau, lanes);
+                                                                      tau, lanes, gate);
   return cudaGetLastError();
 }
 }  // namespace aether::cuda::dosa

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "impl/cuda/gate.cuh"
 #include "impl/cuda/indexer.hpp"
 #include "impl/cuda/indexer_scores.hpp"
 #include "impl/cuda/indexer_scores_shape.cuh"
@@ -127,7 +128,7 @@ template <KeyFormat kFormat, int kMaxSteps, bool kGrouped>
 __global__ void __launch_bounds__(kThreads)
     score(const std::uint16_t* queries, const float* weights, const std::byte* keys, Shape s,
           float* out) {
-  if (s.list.gate != nullptr && *s.list.gate <= s.list.gate_limit) return;
+  if (!gate_open(s.list.gate, s.list.gate_low, s.list.gate_high)) return;
   extern __shared__ __align__(128) unsigned char smem[];
   const Layout lay(s);
   bf16* key_tile = reinterpret_cast<bf16*>(smem);

@@ -78,9 +78,10 @@ cuda_mutant dosa cuda-select-counts-other-prefixes impl/cuda/radix_select.cuh \
   's|      if ((key \& high) == want) atomicAdd|      if ((key \& high) >= want) atomicAdd|'
 cuda_mutant dosa cuda-merge-drops-the-kth impl/cuda/dosa_merge.cu \
   's|    ids\[i\] = keys\[i\] >= kth ?|    ids[i] = keys[i] > kth ?|'
-# the fallback's queued scorer gated the wrong way round (a fallback ranks stale rows)
-cuda_mutant dosa cuda-fallback-gate-inverted impl/cuda/indexer_scores.cu \
-  's|  if (s.list.gate != nullptr \&\& \*s.list.gate <= s.list.gate_limit) return;|  if (s.list.gate != nullptr \&\& *s.list.gate > s.list.gate_limit) return;|'
+# the gates the wrong way round (a fallback ranks stale rows; a pruned batch merges
+# unscored seeds)
+cuda_mutant dosa cuda-gate-inverted impl/cuda/gate.cuh \
+  's|  return low <= v \&\& v <= high;|  return !(low <= v \&\& v <= high);|'
 # too few seeds refused before the plans the probe did not need are checked (a bad
 # plan then goes unnamed)
 cuda_mutant dosa cuda-too-few-seeds-before-later-plans impl/cuda/dosa.cu \
