@@ -69,66 +69,22 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       probing && double(n) * double(seed_count) * double(tiles16(heads)) <= kSpeculateTiles;
 
   DosaStats local;
-  // One screening pass's buffers (its queries' plans, screens, seed scores, tau,
-  // survivor lists and counts): the probe's apart from the batch's, so that the
-  // batch's seeds are scored on a second stream while the probe runs.
-  struct Pass {
-    std::byte* blob;
-    DevicePlans plans;
-    float *seed_scores, *tau;
-    ScreenTerms* terms;
-    std::uint16_t* screen_rows;
-    std::int32_t *list, *counts;
-  };
-  Pass probe_pass{}, batch{};
-  float *rows = nullptr, *scales = nullptr, *list_scores = nullptr;
-  std::int32_t *ends = nullptr, *seed_ids = nullptr, *lanes = nullptr;
-  std::uint8_t* is_seed = nullptr;
-  double* norms = nullptr;
-  const auto lay_out = [&](auto&& put) {  // the workspace, in one order to reserve and take
-    put(rows, padded * count);            // screen values, or the wide merge's rows
-    put(ends, n);
-    if (!prune) return;
-    put(seed_ids, seed_count);
-    put(is_seed, count);
-    put(norms, count);
-    put(scales, count);
-    put(lanes, n * k);
-    put(list_scores, n * count);
-    const auto pass = [&](Pass& p, std::size_t m, std::size_t m_keys,
-                          std::span<const DosaPlan> its) {  // (plans' count not checked yet)
-      const std::size_t m_padded = (m + pack - 1) / pack * pack;
-      put(p.blob, PlanBlob::bound(its, width, m_padded));
-      put(p.seed_scores, m * seed_count);
-      put(p.tau, m);
-      put(p.terms, m);
-      put(p.screen_rows, m_padded * width * dim);
-      put(p.list, m * m_keys);
-      put(p.counts, m);
-    };
-    pass(batch, n, count, plans);
-    if (probing) pass(probe_pass, 1, probe, plans.first(std::min<std::size_t>(1, plans.size())));
-  };
-  Workspace ws;
+  Buffers b;
   const auto take_workspace = [&]() -> cudaError_t {
-    lay_out([&](auto*& p, std::size_t m) { ws.reserve<std::remove_reference_t<decltype(*p)>>(m); });
-    if (cudaError_t e = ws.allocate(); e != cudaSuccess) return e;
-    lay_out(
-        [&](auto*& p, std::size_t m) { p = ws.take<std::remove_reference_t<decltype(*p)>>(m); });
-    return cudaSuccess;
+    return b.take(Buffers::Sizes{n, count, seed_count, k, width, dim, pack, probe, prune, plans});
   };
 
-  // Full scoring's own lanes: the scorer over every key into `rows` (a workspace, so
+  // Full scoring's own lanes: the scorer over every key into `b.rows` (a workspace, so
   // it may run before the inputs' verdict), then the top-k into `out` (after it).
   const auto score_all = [&](const ScoreList& gated) -> cudaError_t {
     if (count == 0) return cudaSuccess;
     return launch_index_scores(queries, weights, n, keys, gated, 0,
-                               device_span<float>(rows, n * count), stream);
+                               device_span<float>(b.rows, n * count), stream);
   };
   const auto rank_rows = [&]() -> Status<DosaError> {
-    AETHER_TRY(fill(ends, n, std::int32_t(count), stream));
-    (void)valid_prefix_topk(device_span<const float>(rows, n * count), count,
-                            device_span<const std::int32_t>(ends, n), k, out,
+    AETHER_TRY(fill(b.ends, n, std::int32_t(count), stream));
+    (void)valid_prefix_topk(device_span<const float>(b.rows, n * count), count,
+                            device_span<const std::int32_t>(b.ends, n), k, out,
                             stream);  // scores finite: docs/dosa.md's contract
     return Ok{};
   };
@@ -170,10 +126,10 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
         device_span<const std::uint16_t>(p.screen_rows, packs * pack * width * dim),
         device_span<const float>(p.plans.screen_weights, packs * pack * width), packs,
         DeviceIndexKeys{keys.format, keys.bytes.subspan(0, m_keys * row_bytes), dim},
-        ScoreList{.heads_per_score = width}, 0, device_span<float>(rows, packs * pack * m_keys),
+        ScoreList{.heads_per_score = width}, 0, device_span<float>(b.rows, packs * pack * m_keys),
         stream));
-    AETHER_TRY(screen_keys(rows, m_keys, m_keys, m, p.terms, p.tau, norms, scales, is_seed, p.list,
-                           p.counts, stream));
+    AETHER_TRY(screen_keys(b.rows, m_keys, m_keys, m, p.terms, p.tau, b.norms, b.scales, b.is_seed,
+                           p.list, p.counts, stream));
     return Ok{};
   };
 
@@ -181,10 +137,10 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   const auto batch_seeds = [&](Stream s, Gate gate) -> cudaError_t {
     if (probe > 0 && probe < count)
       if (cudaError_t e = key_norms(keys.bytes.data() + probe * row_bytes, keys.format, dim,
-                                    count - probe, norms + probe, scales + probe, s);
+                                    count - probe, b.norms + probe, b.scales + probe, s);
           e != cudaSuccess)
         return e;
-    return seeds_of(batch, n, seed_ids, lanes, s, gate);
+    return seeds_of(b.batch, n, b.seed_ids, b.lanes, s, gate);
   };
 
   // While the device checks the scorer's inputs for NaN and inf, device work that
@@ -197,8 +153,8 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   const auto early = [&]() -> cudaError_t {
     if (n == 0 || k == 0) return cudaSuccess;
     if (cudaError_t e = take_workspace(); e != cudaSuccess) return e;
-    return prune ? key_norms(keys.bytes.data(), keys.format, dim, probing ? probe : count, norms,
-                             scales, stream)
+    return prune ? key_norms(keys.bytes.data(), keys.format, dim, probing ? probe : count, b.norms,
+                             b.scales, stream)
                  : score_all({});
   };
   // Plan 0 first when probing (the probe reads it), the others while the device probes.
@@ -221,21 +177,21 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
     if (count > k && seed_count < k) return after_plans(de::TooFewSeeds{seed_count, k});
     if (out.size() != n * k) return after_plans(de::ShapeMismatch{n * k, out.size()});
     if (n == 0 || k == 0 || !prune) return after_plans(Ok{});
-    AETHER_TRY(cudaMemsetAsync(is_seed, 0, count, stream));
-    AETHER_TRY(mark_seeds(seeds.data(), seed_count, is_seed, stream));
+    AETHER_TRY(cudaMemsetAsync(b.is_seed, 0, count, stream));
+    AETHER_TRY(mark_seeds(seeds.data(), seed_count, b.is_seed, stream));
     host_counts = pinned_counts(n);
     if (host_counts.data() == nullptr) return de::DeviceFailure{int(cudaErrorMemoryAllocation)};
     if (probing) {  // its count, which gates the batch's seeds below, zeroed before them
       const PlanBlob first(plans.first(1), in.weights.first(heads), width, pack);
-      AETHER_TRY(first.upload(probe_pass.blob, stream, probe_pass.plans));
-      AETHER_TRY(prepare_of(probe_pass, 1));
+      AETHER_TRY(first.upload(b.probe.blob, stream, b.probe.plans));
+      AETHER_TRY(prepare_of(b.probe, 1));
     }
     const Stream side = speculate ? fork_side(stream) : stream;
     if (probing) {  // query 0 against the first `probe` keys, on the caller's seeds
-      AETHER_TRY(seeds_of(probe_pass, 1, seeds.data(), nullptr, stream, {}));
-      if (auto st = screens_of(probe_pass, 1, probe); !st.ok()) return st;
-      AETHER_TRY(cudaMemcpyAsync(host_counts.data(), probe_pass.counts, 4, cudaMemcpyDeviceToHost,
-                                 stream));
+      AETHER_TRY(seeds_of(b.probe, 1, seeds.data(), nullptr, stream, {}));
+      if (auto st = screens_of(b.probe, 1, probe); !st.ok()) return st;
+      AETHER_TRY(
+          cudaMemcpyAsync(host_counts.data(), b.probe.counts, 4, cudaMemcpyDeviceToHost, stream));
       AETHER_TRY(cudaEventRecord(probe_counted(), stream));
       // The most survivors of the probe's others (its keys not seeds) at which
       // pruning still pays.
@@ -248,7 +204,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       local.screened = others;
       // Full scoring, run by the device only when the probe's count says pruning does
       // not pay: a fallback waits for no host round trip.
-      AETHER_TRY(score_all(ScoreList{.gate = probe_pass.counts, .gate_low = std::int32_t(lo) + 1}));
+      AETHER_TRY(score_all(ScoreList{.gate = b.probe.counts, .gate_low = std::int32_t(lo) + 1}));
       probe_pays_up_to = std::int32_t(lo);
     }
     // The batch's seeds ascending (their top-k's ties to the lower position are to the
@@ -262,10 +218,10 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       std::sort(sorted.begin(), sorted.end());
     }
     const std::span<const std::int32_t> ascending = sorted.empty() ? in.seeds : sorted;
-    AETHER_TRY(
-        cudaMemcpyAsync(seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice, side));
+    AETHER_TRY(cudaMemcpyAsync(b.seed_ids, ascending.data(), seed_count * 4, cudaMemcpyHostToDevice,
+                               side));
     if (speculate) {
-      AETHER_TRY(batch_seeds(side, Gate{probe_pass.counts, 0, probe_pays_up_to}));
+      AETHER_TRY(batch_seeds(side, Gate{b.probe.counts, 0, probe_pays_up_to}));
       AETHER_TRY(join_side(stream, side));
     }
     return after_plans(Ok{});
@@ -289,44 +245,45 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
     }
   }
   if (!speculate) AETHER_TRY(batch_seeds(stream, {}));
-  AETHER_TRY(all.upload(batch.blob, stream, batch.plans));
-  AETHER_TRY(prepare_of(batch, n));
-  if (auto st = screens_of(batch, n, count); !st.ok()) return st;
+  AETHER_TRY(all.upload(b.batch.blob, stream, b.batch.plans));
+  AETHER_TRY(prepare_of(b.batch, n));
+  if (auto st = screens_of(b.batch, n, count); !st.ok()) return st;
   AETHER_TRY(
-      cudaMemcpyAsync(host_counts.data(), batch.counts, n * 4, cudaMemcpyDeviceToHost, stream));
+      cudaMemcpyAsync(host_counts.data(), b.batch.counts, n * 4, cudaMemcpyDeviceToHost, stream));
   AETHER_TRY(cudaStreamSynchronize(stream));
   const std::size_t longest =
       std::size_t(*std::max_element(host_counts.begin(), host_counts.end()));
   if (longest > 0)
     AETHER_TRY(launch_index_scores(queries, weights, n, keys,
-                                   ScoreList{batch.list, count, batch.counts}, longest,
-                                   device_span<float>(list_scores, n * longest), stream));
-  const Candidates candidates{.seed_scores = batch.seed_scores,
+                                   ScoreList{b.batch.list, count, b.batch.counts}, longest,
+                                   device_span<float>(b.list_scores, n * longest), stream));
+  const Candidates candidates{.seed_scores = b.batch.seed_scores,
                               .seed_count = seed_count,
-                              .lanes = lanes,
-                              .seed_ids = seed_ids,
+                              .lanes = b.lanes,
+                              .seed_ids = b.seed_ids,
                               .k = k,
-                              .list = batch.list,
+                              .list = b.batch.list,
                               .list_stride = count,
-                              .list_scores = list_scores,
+                              .list_scores = b.list_scores,
                               .score_stride = longest,
-                              .counts = batch.counts,
-                              .tau = batch.tau,
+                              .counts = b.batch.counts,
+                              .tau = b.batch.tau,
                               .id_bits = std::uint32_t(std::bit_width(count))};
   if (k + longest <= kMergeCapacity) {
     AETHER_TRY(merge_candidates(candidates, n, out.data(), stream));
     AETHER_TRY(cudaStreamSynchronize(stream));
   } else {  // the wide merge: candidates at their ids among kFiller, ranked by the top-k
     std::vector<float> host_tau(n);
-    AETHER_TRY(cudaMemcpyAsync(host_tau.data(), batch.tau, n * 4, cudaMemcpyDeviceToHost, stream));
-    AETHER_TRY(fill(rows, n * count, kFiller, stream));
-    AETHER_TRY(place(candidates, n, longest, rows, count, stream));
+    AETHER_TRY(
+        cudaMemcpyAsync(host_tau.data(), b.batch.tau, n * 4, cudaMemcpyDeviceToHost, stream));
+    AETHER_TRY(fill(b.rows, n * count, kFiller, stream));
+    AETHER_TRY(place(candidates, n, longest, b.rows, count, stream));
     AETHER_TRY(cudaStreamSynchronize(stream));
     for (std::size_t t = 0; t < n; ++t)
       if (host_tau[t] == kFiller)  // kFiller would tie with its candidates: in full
         AETHER_TRY(launch_index_scores(queries.subspan(t * heads * dim, heads * dim),
                                        weights.subspan(t * heads, heads), 1, keys, {}, 0,
-                                       device_span<float>(rows + t * count, count), stream));
+                                       device_span<float>(b.rows + t * count, count), stream));
     if (auto st = rank_rows(); !st.ok()) return st;
   }
   local.screened = n * (count - seed_count);

@@ -91,4 +91,38 @@ std::size_t widest_screen(std::span<const DosaPlan> plans) {
   return tiles16(width) * 16;  // whole tiles: screens pack into one scorer query
 }
 
+cudaError_t Buffers::take(const Sizes& z) {
+  const auto lay_out = [&](auto&& put) {  // one order to reserve and to take
+    const std::size_t padded = (z.queries + z.pack - 1) / z.pack * z.pack;
+    put(rows, padded * z.keys);  // screen values, or the wide merge's rows
+    put(ends, z.queries);
+    if (!z.prune) return;
+    put(seed_ids, z.seeds);
+    put(is_seed, z.keys);
+    put(norms, z.keys);
+    put(scales, z.keys);
+    put(lanes, z.queries * z.k);
+    put(list_scores, z.queries * z.keys);
+    const auto pass = [&](Pass& p, std::size_t m, std::size_t m_keys,
+                          std::span<const DosaPlan> its) {
+      const std::size_t m_padded = (m + z.pack - 1) / z.pack * z.pack;
+      put(p.blob, PlanBlob::bound(its, z.width, m_padded));
+      put(p.seed_scores, m * z.seeds);
+      put(p.tau, m);
+      put(p.terms, m);
+      put(p.screen_rows, m_padded * z.width * z.dim);
+      put(p.list, m * m_keys);
+      put(p.counts, m);
+    };
+    pass(batch, z.queries, z.keys, z.plans);
+    if (z.probe > 0)
+      pass(probe, 1, z.probe, z.plans.first(std::min<std::size_t>(1, z.plans.size())));
+  };
+  Workspace ws;
+  lay_out([&](auto*& p, std::size_t m) { ws.reserve<std::remove_reference_t<decltype(*p)>>(m); });
+  if (cudaError_t e = ws.allocate(); e != cudaSuccess) return e;
+  lay_out([&](auto*& p, std::size_t m) { p = ws.take<std::remove_reference_t<decltype(*p)>>(m); });
+  return cudaSuccess;
+}
+
 }  // namespace aether::cuda::dosa

@@ -206,4 +206,32 @@ class PlanBlob {
 // the others).
 std::size_t widest_screen(std::span<const DosaPlan> plans);
 
+// One screening pass's buffers (its queries' plans, screens, seed scores, tau,
+// survivor lists and counts): a call's probe has its own, apart from the batch's,
+// so that the batch's seeds may be scored while the probe runs.
+struct Pass {
+  std::byte* blob;
+  DevicePlans plans;
+  float *seed_scores, *tau;
+  ScreenTerms* terms;
+  std::uint16_t* screen_rows;
+  std::int32_t *list, *counts;
+};
+// A dosa_topk call's intermediates, taken from the calling thread's Workspace: full
+// scoring's rows and ends always, the rest when pruning, the probe's pass when it
+// probes.
+struct Buffers {
+  struct Sizes {
+    std::size_t queries, keys, seeds, k, width, dim, pack, probe;  // probe: 0 for none
+    bool prune;
+    std::span<const DosaPlan> plans;  // their count not checked yet
+  };
+  float *rows = nullptr, *scales = nullptr, *list_scores = nullptr;
+  std::int32_t *ends = nullptr, *seed_ids = nullptr, *lanes = nullptr;
+  std::uint8_t* is_seed = nullptr;
+  double* norms = nullptr;
+  Pass probe{}, batch{};
+  cudaError_t take(const Sizes& z);
+};
+
 }  // namespace aether::cuda::dosa
