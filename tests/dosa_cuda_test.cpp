@@ -120,6 +120,38 @@ TEST(DosaCuda, aggregated_negative_heads_deduct_a_lower_bound) {
 #endif
 }
 
+// More keys than one thread each in the most blocks the bound test launches (65535
+// of 256 threads): the last key, past them, still survives and wins (scores 5 and 6
+// for the seeds, 9 for the last key, 1 for every other).
+TEST(DosaCuda, keys_past_the_bound_tests_grid_are_screened) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const std::size_t count = 65535 * 256 + 300, k = 2;
+  F values(count, 1.0f);
+  values[0] = 5;
+  values[1] = 6;
+  values[count - 1] = 9;
+  const Bf16Keys keys{bf16(values), 1};
+  const std::vector<std::int32_t> seeds{0, 1};
+  const std::vector<DosaPlan> plans{DosaPlan{{0}, {}, {}}};
+  std::vector<std::int32_t> got(k, 77), want(k, 77);
+  DosaStats stats;
+  ASSERT_TRUE(props::cuda_dosa_topk(bf16({1}), F{1}, 1, keys.view(), k, seeds, plans, got,
+                                    DosaOptions{false}, &stats)
+                  .ok());
+  F scores(count);
+  ASSERT_TRUE(props::cuda_index_scores(bf16({1}), F{1}, 1, keys.view(), scores).ok());
+  ASSERT_TRUE(props::cuda_valid_prefix_topk(scores, count,
+                                            std::vector<std::int32_t>{std::int32_t(count)}, k, want)
+                  .ok());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got, (std::vector<std::int32_t>{1, std::int32_t(count - 1)}));
+  EXPECT_EQ(stats.survivors, 1u);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 // The probe (the first query on the first keys: docs/dosa.md) runs only on a batch
 // large enough for pruning to pay: 64 queries on 131072 keys (bench/dosa_bench_cuda's
 // shape). It sends the default workload (every key survives) to full scoring and

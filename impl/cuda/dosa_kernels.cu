@@ -235,27 +235,31 @@ __global__ void __launch_bounds__(kPrepareThreads)
   terms[t] = dosa_screen::terms_of(sums, error_index(heads, dim), error_index(own, dim));
 }
 
-// Thread (key j, queries [8 y, 8 y + 8)): key j is listed for a query when it is not
-// a seed and U >= tau_t; a warp's finds take one atomicAdd a query.
+// Thread (key j, queries [8 y, 8 y + 8)), striding over the keys by the grid (at most
+// 65535 blocks: blocks_for): key j is listed for a query when it is not a seed and
+// U >= tau_t; a warp's finds take one atomicAdd a query.
 constexpr std::size_t kScreenQueries = 8;
 __global__ void screen_kernel(const float* p, std::size_t stride, std::size_t count,
                               std::size_t query_count, const ScreenTerms* terms, const float* tau,
                               const double* norms, const float* scales, const std::uint8_t* is_seed,
                               std::int32_t* list, std::int32_t* counts) {
-  const std::size_t j = blockIdx.x * std::size_t(kThreads) + threadIdx.x;
-  const bool live = j < count && !is_seed[j];
-  const double norm = live ? norms[j] : 0, scale = live ? double(scales[j]) : 1;
   const unsigned lane = threadIdx.x % 32;
   const std::size_t t0 = blockIdx.y * kScreenQueries;
-  for (std::size_t t = t0; t < t0 + kScreenQueries && t < query_count; ++t) {
-    const bool survives =
-        live && dosa_screen::bound_of(terms[t], p[t * stride + j], norm, scale) >= double(tau[t]);
-    const unsigned mask = __ballot_sync(0xffffffffu, survives);
-    int base = 0;
-    if (lane == 0 && mask != 0) base = atomicAdd(counts + t, __popc(mask));
-    base = __shfl_sync(0xffffffffu, base, 0);
-    if (survives)
-      list[t * stride + std::size_t(base) + __popc(mask & ((1u << lane) - 1))] = std::int32_t(j);
+  for (std::size_t first = blockIdx.x * std::size_t(kThreads); first < count;
+       first += std::size_t(gridDim.x) * kThreads) {  // uniform over the block: the ballots
+    const std::size_t j = first + threadIdx.x;
+    const bool live = j < count && !is_seed[j];
+    const double norm = live ? norms[j] : 0, scale = live ? double(scales[j]) : 1;
+    for (std::size_t t = t0; t < t0 + kScreenQueries && t < query_count; ++t) {
+      const bool survives =
+          live && dosa_screen::bound_of(terms[t], p[t * stride + j], norm, scale) >= double(tau[t]);
+      const unsigned mask = __ballot_sync(0xffffffffu, survives);
+      int base = 0;
+      if (lane == 0 && mask != 0) base = atomicAdd(counts + t, __popc(mask));
+      base = __shfl_sync(0xffffffffu, base, 0);
+      if (survives)
+        list[t * stride + std::size_t(base) + __popc(mask & ((1u << lane) - 1))] = std::int32_t(j);
+    }
   }
 }
 
