@@ -4,6 +4,8 @@
 // examples (the CUDA backend's: tests/dosa_cuda_test.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "impl/cpu/dosa.hpp"
 #include "impl/cpu/dosa_seeds.hpp"
 #include "impl/cpu/indexer.hpp"
@@ -240,6 +242,7 @@ TEST(DosaCpu, aggregated_negative_heads_deduct_a_lower_bound) {
 }
 
 }  // namespace
+
 }  // namespace aether
 
 // The seeds' top-K from the seeds their bounds cannot rule out (impl/cpu/dosa_seeds.hpp):
@@ -284,6 +287,30 @@ TEST(DosaCpu, a_seed_bounded_exactly_at_t_is_scored) {
   // first round 10 and 13 (t = 7); seed 11 bounded at 7 exactly (U = t is not
   // excluded), the rest below
   expect_seeds_top_k({{9.5, 7.0, 2.5, 7.5, 6.5}, 3});
+}
+
+// Decode (source §1): tau 6 from the recent keys' scores 9, 6, 2 at K = 2; the keys
+// at or above it (9, 6, 6) ranked, the tie at 6 to the lower id; fewer keys than K
+// ranked whole, -1 after them; refusals in the model's order.
+TEST(DosaCpu, decode_ranks_the_keys_at_or_above_the_recent_threshold) {
+  const F scores{9, 6, 2, 5, 6};
+  using V = std::vector<std::int32_t>;
+  EXPECT_EQ(model::decode_topk(scores, V{0, 1, 2}, 2).value(), (V{0, 1}));
+  EXPECT_EQ(model::decode_topk(F{2, 7, 7}, V{}, 4).value(), (V{0, 1, 2, -1}));
+  V out(2, 77), wide(4, 77), untouched(2, 77);
+  ASSERT_TRUE(cpu::decode_topk(scores, V{0, 1, 2}, 2, out).ok());
+  EXPECT_EQ(out, (V{0, 1}));
+  ASSERT_TRUE(cpu::decode_topk(F{2, 7, 7}, V{}, 4, wide).ok());
+  EXPECT_EQ(wide, (V{0, 1, 2, -1}));
+  EXPECT_EQ(cpu::decode_topk(F{9, 6, 2, NAN, 6}, V{0, 9}, 2, untouched).error(),
+            (DosaError{de::NonFiniteInput{3, 3}}));
+  EXPECT_EQ(cpu::decode_topk(scores, V{0, 1, 0}, 2, untouched).error(),
+            (DosaError{de::BadSeed{2, 0}}));
+  EXPECT_EQ(cpu::decode_topk(scores, V{0}, 2, untouched).error(),
+            (DosaError{de::TooFewSeeds{1, 2}}));
+  EXPECT_EQ(cpu::decode_topk(scores, V{0, 1}, 2, std::span(untouched).first(1)).error(),
+            (DosaError{de::ShapeMismatch{2, 1}}));
+  EXPECT_EQ(untouched, (V{77, 77}));
 }
 
 }  // namespace aether
