@@ -6,6 +6,7 @@
 #include <span>
 #include <tuple>
 
+#include "impl/compress_math.hpp"
 #include "props/support/compare.hpp"
 
 namespace aether::props {
@@ -140,13 +141,6 @@ std::vector<float> DeviceScoreCall::weight(std::size_t t) const {
   return {weights.begin() + t * n, weights.begin() + (t + 1) * n};
 }
 
-namespace {
-std::uint16_t bf16_nearest(float f) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
-  return std::uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-}  // namespace
-
 DeviceScoreCall device_call(const ScoreCall& c, std::size_t count) {
   DeviceScoreCall d{count, {}, {}, {}, c};
   const std::size_t heads = c.weights.size(), dim = c.dim;
@@ -155,7 +149,8 @@ DeviceScoreCall device_call(const ScoreCall& c, std::size_t count) {
       const std::size_t from = (h + t) % heads;
       d.weights.push_back(c.weights[from]);
       for (std::size_t k = 0; k < dim; ++k) {
-        const std::uint16_t b = bf16_nearest((t % 2 ? -1.0f : 1.0f) * c.queries[from * dim + k]);
+        const std::uint16_t b =
+            impl::bf16_nearest((t % 2 ? -1.0f : 1.0f) * c.queries[from * dim + k]);
         d.queries.push_back(b);
         d.query_values.push_back(std::bit_cast<float>(std::uint32_t(b) << 16));
       }
