@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <span>
 #include <type_traits>
@@ -112,6 +113,14 @@ int end_verdict(const Verdict& verdict, Stream stream);
 // is not waited for: queue the copy (and an event behind it), then wait for that event.
 int queue_verdict_copy(const Verdict& verdict, Stream stream);
 int wait_verdict(const Verdict& verdict);
+
+// A gate: a word in device memory that decides, on the device, whether work queued
+// before the host knew it was needed runs. Open when there is no word or low <= *word
+// <= high (gate_open in gate.cuh, read by each block as it starts).
+struct Gate {
+  const std::int32_t* word = nullptr;
+  std::int32_t low = 0, high = 0x7fffffff;
+};
 
 // The calling thread's second stream on the current device (non-blocking, made on
 // first use), made to wait for everything queued on `stream` so far: work queued

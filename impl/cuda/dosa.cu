@@ -106,10 +106,10 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   // seeds' top-K lanes.
   const auto seeds_of = [&](Pass& p, std::size_t m, const std::int32_t* ids, std::int32_t* top,
                             Stream s, Gate gate) -> cudaError_t {
-    if (cudaError_t e = launch_index_scores(
-            queries.subspan(0, m * heads * dim), weights.subspan(0, m * heads), m, keys,
-            ScoreList{.ids = ids, .gate = gate.word, .gate_low = gate.low, .gate_high = gate.high},
-            seed_count, device_span<float>(p.seed_scores, m * seed_count), s);
+    if (cudaError_t e =
+            launch_index_scores(queries.subspan(0, m * heads * dim), weights.subspan(0, m * heads),
+                                m, keys, ScoreList{.ids = ids, .gate = gate}, seed_count,
+                                device_span<float>(p.seed_scores, m * seed_count), s);
         e != cudaSuccess)
       return e;
     return select_seeds(p.seed_scores, seed_count, k, m, p.tau, top, s, gate);
@@ -204,7 +204,7 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       local.screened = others;
       // Full scoring, run by the device only when the probe's count says pruning does
       // not pay: a fallback waits for no host round trip.
-      AETHER_TRY(score_all(ScoreList{.gate = b.probe.counts, .gate_low = std::int32_t(lo) + 1}));
+      AETHER_TRY(score_all(ScoreList{.gate = {b.probe.counts, std::int32_t(lo) + 1}}));
       probe_pays_up_to = std::int32_t(lo);
     }
     // The batch's seeds ascending (their top-k's ties to the lower position are to the

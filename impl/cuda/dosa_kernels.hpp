@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "api/dosa.hpp"
+#include "impl/cuda/device.hpp"
 #include "impl/dosa_screen.hpp"
 
 namespace aether::cuda::dosa {
@@ -61,15 +62,10 @@ cudaError_t prepare_screens(const std::uint16_t* queries, const float* weights,
                             std::size_t query_count, std::size_t padded, std::size_t heads,
                             std::size_t dim, const DevicePlans& plans, std::uint16_t* rows,
                             ScreenTerms* terms, std::int32_t* survivors, cudaStream_t stream);
-// A gate word and the range in which it lets a kernel run (see gate.cuh).
-struct Gate {
-  const std::int32_t* word = nullptr;
-  std::int32_t low = 0, high = 0x7fffffff;
-};
 // tau_t: the K-th greatest of query t's seed scores [T, seed_count] (1 <= k <=
 // seed_count, every score finite); with lanes [T, K] (else nullptr), its seeds'
 // top-K as positions in the seed list, in no order (the merge ranks them). Blocks
-// that find the gate shut do nothing.
+// that find the gate (device.hpp) shut do nothing.
 cudaError_t select_seeds(const float* seed_scores, std::size_t seed_count, std::size_t k,
                          std::size_t query_count, float* tau, std::int32_t* lanes,
                          cudaStream_t stream, Gate gate = {});

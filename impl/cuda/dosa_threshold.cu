@@ -20,7 +20,7 @@ constexpr int kSelectThreads = 1024;
 __global__ void __launch_bounds__(kSelectThreads)
     select_kernel(const float* scores, std::size_t n, std::size_t k, float* tau,
                   std::int32_t* lanes, Gate gate) {
-  if (!gate_open(gate.word, gate.low, gate.high)) return;
+  if (!gate_open(gate)) return;
   __shared__ unsigned placed, before;  // keys above tau's placed; ties in earlier rounds
   __shared__ unsigned in_warp[kSelectThreads / 32];
   const std::size_t t = blockIdx.x;

@@ -5,15 +5,16 @@
 
 #include <cstdint>
 
+#include "impl/cuda/device.hpp"
+
 namespace aether::cuda {
 
-// Open when there is no gate or low <= *gate <= high. Read from L2, where other
+// Open when there is no word or low <= *word <= high. Read from L2, where other
 // kernels' atomics land while this one runs, not from a line this SM cached before.
-__device__ __forceinline__ bool gate_open(const std::int32_t* gate, std::int32_t low,
-                                          std::int32_t high) {
-  if (gate == nullptr) return true;
-  const std::int32_t v = __ldcg(gate);
-  return low <= v && v <= high;
+__device__ __forceinline__ bool gate_open(const Gate& gate) {
+  if (gate.word == nullptr) return true;
+  const std::int32_t v = __ldcg(gate.word);
+  return gate.low <= v && v <= gate.high;
 }
 
 }  // namespace aether::cuda

@@ -128,7 +128,7 @@ template <KeyFormat kFormat, int kMaxSteps, bool kGrouped>
 __global__ void __launch_bounds__(kThreads)
     score(const std::uint16_t* queries, const float* weights, const std::byte* keys, Shape s,
           float* out) {
-  if (!gate_open(s.list.gate, s.list.gate_low, s.list.gate_high)) return;
+  if (!gate_open(s.list.gate)) return;
   extern __shared__ __align__(128) unsigned char smem[];
   const Layout lay(s);
   bf16* key_tile = reinterpret_cast<bf16*>(smem);

@@ -27,12 +27,11 @@ struct ScoreList {
   // (a multiple of 16 dividing the heads) make their own, out [T H / heads_per_score,
   // L]: several small queries scored as one, each score the bits it has alone.
   std::size_t heads_per_score = 0;
-  // With a gate, a block scores only when gate_low <= *gate <= gate_high, read from L2
-  // as the block starts: scoring queued before the host knows whether it is needed
-  // (DoSA's fallback, queued behind the probe that decides; DoSA's batch seeds,
-  // beside it, stopped once the probe's count rules pruning out).
-  const std::int32_t* gate = nullptr;
-  std::int32_t gate_low = 0, gate_high = 0x7fffffff;
+  // A block scores only while the gate is open (device.hpp): scoring queued before
+  // the host knows whether it is needed (DoSA's fallback, queued behind the probe
+  // that decides; DoSA's batch seeds, beside it, stopped once the probe's count rules
+  // pruning out).
+  Gate gate;
 };
 
 // index_scores' checks, in its order, waiting for the device's verdict: Ok when

@@ -81,7 +81,7 @@ cuda_mutant dosa cuda-merge-drops-the-kth impl/cuda/dosa_merge.cu \
 # the gates the wrong way round (a fallback ranks stale rows; a pruned batch merges
 # unscored seeds)
 cuda_mutant dosa cuda-gate-inverted impl/cuda/gate.cuh \
-  's|  return low <= v \&\& v <= high;|  return !(low <= v \&\& v <= high);|'
+  's|  return gate.low <= v \&\& v <= gate.high;|  return !(gate.low <= v \&\& v <= gate.high);|'
 # too few seeds refused before the plans the probe did not need are checked (a bad
 # plan then goes unnamed)
 cuda_mutant dosa cuda-too-few-seeds-before-later-plans impl/cuda/dosa.cu \
