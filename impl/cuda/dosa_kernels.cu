@@ -14,6 +14,8 @@ namespace aether::cuda::dosa {
 namespace {
 constexpr int kThreads = 256;
 
+// Blocks of kThreads for n items, at most 65535: every kernel launched with it
+// strides over its items by the grid.
 unsigned blocks_for(std::size_t n) {
   return unsigned(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, 65535));
 }
