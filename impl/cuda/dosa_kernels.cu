@@ -239,22 +239,33 @@ __global__ void __launch_bounds__(kPrepareThreads)
 
 // Thread (key j, queries [8 y, 8 y + 8)), striding over the keys by the grid (at most
 // 65535 blocks: blocks_for): key j is listed for a query when it is not a seed and
-// U >= tau_t; a warp's finds take one atomicAdd a query.
+// U >= tau_t; a warp's finds take one atomicAdd a query. The eight screen values are
+// loaded before the first test: the atomics and shuffles between the tests would
+// otherwise keep one load in flight a thread.
 constexpr std::size_t kScreenQueries = 8;
-__global__ void screen_kernel(const float* p, std::size_t stride, std::size_t count,
-                              std::size_t query_count, const ScreenTerms* terms, const float* tau,
-                              const double* norms, const float* scales, const std::uint8_t* is_seed,
-                              std::int32_t* list, std::int32_t* counts) {
+__global__ void screen_kernel(const float* __restrict__ p, std::size_t stride, std::size_t count,
+                              std::size_t query_count, const ScreenTerms* __restrict__ terms,
+                              const float* __restrict__ tau, const double* __restrict__ norms,
+                              const float* __restrict__ scales,
+                              const std::uint8_t* __restrict__ is_seed, std::int32_t* list,
+                              std::int32_t* counts) {
   const unsigned lane = threadIdx.x % 32;
   const std::size_t t0 = blockIdx.y * kScreenQueries;
   for (std::size_t first = blockIdx.x * std::size_t(kThreads); first < count;
        first += std::size_t(gridDim.x) * kThreads) {  // uniform over the block: the ballots
     const std::size_t j = first + threadIdx.x;
+    float values[kScreenQueries];  // loaded before the first test (see above)
+#pragma unroll
+    for (std::size_t i = 0; i < kScreenQueries; ++i)
+      values[i] = j < count && t0 + i < query_count ? __ldcs(p + (t0 + i) * stride + j) : 0.0f;
     const bool live = j < count && !is_seed[j];
     const double norm = live ? norms[j] : 0, scale = live ? double(scales[j]) : 1;
-    for (std::size_t t = t0; t < t0 + kScreenQueries && t < query_count; ++t) {
+#pragma unroll
+    for (std::size_t i = 0; i < kScreenQueries; ++i) {
+      const std::size_t t = t0 + i;
+      if (t >= query_count) break;
       const bool survives =
-          live && dosa_screen::bound_of(terms[t], p[t * stride + j], norm, scale) >= double(tau[t]);
+          live && dosa_screen::bound_of(terms[t], values[i], norm, scale) >= double(tau[t]);
       const unsigned mask = __ballot_sync(0xffffffffu, survives);
       int base = 0;
       if (lane == 0 && mask != 0) base = atomicAdd(counts + t, __popc(mask));
