@@ -4,6 +4,8 @@
 // rounding (none here). The model's and the CPU's: tests/dosa_test.cpp.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "props/support/dosa_backends.hpp"
 #include "props/support/dosa_bf16_case.hpp"
 #include "props/support/indexer_backends.hpp"
@@ -147,6 +149,35 @@ TEST(DosaCuda, keys_past_the_bound_tests_grid_are_screened) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(got, (std::vector<std::int32_t>{1, std::int32_t(count - 1)}));
   EXPECT_EQ(stats.survivors, 1u);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// Decode (source §1): tau 6 from the recent keys' scores 9, 6, 2 at K = 2; the keys
+// at or above it (9, 6, 6) ranked, the tie at 6 to the lower id. Fewer keys than K
+// are ranked whole, -1 after them. Refusals in the model's order, out untouched.
+TEST(DosaCuda, decode_ranks_the_keys_at_or_above_the_recent_threshold) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const F scores{9, 6, 2, 5, 6};
+  std::vector<std::int32_t> out(2, 77);
+  ASSERT_TRUE(props::cuda_decode_topk(scores, std::vector{0, 1, 2}, 2, out).ok());
+  EXPECT_EQ(out, (std::vector<std::int32_t>{0, 1}));
+  std::vector<std::int32_t> wide(4, 77);
+  ASSERT_TRUE(props::cuda_decode_topk(F{2, 7, 7}, std::vector<std::int32_t>{}, 4, wide).ok());
+  EXPECT_EQ(wide, (std::vector<std::int32_t>{0, 1, 2, -1}));
+  std::vector<std::int32_t> untouched(2, 77);
+  const auto refusal = [&](const F& s, const std::vector<std::int32_t>& recent,
+                           std::span<std::int32_t> o) {
+    return props::cuda_decode_topk(s, recent, 2, o).error();
+  };
+  EXPECT_EQ(refusal(F{9, 6, 2, NAN, 6}, {0, 9}, untouched), (DosaError{de::NonFiniteInput{3, 3}}));
+  EXPECT_EQ(refusal(scores, {0, 1, 0}, untouched), (DosaError{de::BadSeed{2, 0}}));
+  EXPECT_EQ(refusal(scores, {0}, untouched), (DosaError{de::TooFewSeeds{1, 2}}));
+  EXPECT_EQ(refusal(scores, {0, 1}, std::span(untouched).first(1)),
+            (DosaError{de::ShapeMismatch{2, 1}}));
+  EXPECT_EQ(untouched, (std::vector<std::int32_t>{77, 77}));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

@@ -291,7 +291,8 @@ TEST(DosaCpu, a_seed_bounded_exactly_at_t_is_scored) {
 
 // Decode (source §1): tau 6 from the recent keys' scores 9, 6, 2 at K = 2; the keys
 // at or above it (9, 6, 6) ranked, the tie at 6 to the lower id; fewer keys than K
-// ranked whole, -1 after them; refusals in the model's order.
+// ranked whole, -1 after them; refusals in the model's order (tests/dosa_cuda_test.cpp
+// holds the CUDA path to the same values).
 TEST(DosaCpu, decode_ranks_the_keys_at_or_above_the_recent_threshold) {
   const F scores{9, 6, 2, 5, 6};
   using V = std::vector<std::int32_t>;

@@ -47,4 +47,16 @@ Status<DosaError> dosa_bounds(device_span<const std::uint16_t> query,
                               const DosaPlan& plan, device_span<double> out,
                               Stream stream = nullptr);
 
+// Decode (source 001 §1, model::decode_topk): one query's full scores [L] (device
+// memory) stay; tau is the K-th best score among the recently selected keys
+// `recent` [R] (distinct ids, at least K when L > K; device memory), and only keys
+// scoring at least tau are ranked. out [K]: the lanes valid_prefix_topk gives for
+// the row (ascending, -1 padded). Refusals, in this order: a non-finite score
+// (NonFiniteInput{3, i}, the first), a bad id (BadSeed), fewer than K ids while
+// L > K, out's length. Nothing is written on a refusal. The call waits for the
+// device.
+Status<DosaError> decode_topk(device_span<const float> scores,
+                              device_span<const std::int32_t> recent, std::size_t k,
+                              device_span<std::int32_t> out, Stream stream = nullptr);
+
 }  // namespace aether::cuda

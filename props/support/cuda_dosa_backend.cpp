@@ -36,6 +36,16 @@ Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
   return status;
 }
 
+Status<DosaError> cuda_decode_topk(std::span<const float> scores,
+                                   std::span<const std::int32_t> recent, std::size_t k,
+                                   std::span<std::int32_t> out) {
+  DeviceBuffer<float> d_scores(scores);
+  DeviceBuffer<std::int32_t> d_recent(recent), d_out{std::span<const std::int32_t>(out)};
+  const auto status = cuda::decode_topk(d_scores.span(), d_recent.span(), k, d_out.span());
+  d_out.download(out);
+  return status;
+}
+
 SeedSelection cuda_select_seeds(std::span<const float> scores, std::size_t queries, std::size_t k) {
   const std::size_t n = queries ? scores.size() / queries : 0;
   SeedSelection got{std::vector<float>(queries), std::vector<std::int32_t>(queries * k, -1)};

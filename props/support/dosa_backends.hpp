@@ -39,6 +39,10 @@ Status<DosaError> cuda_dosa_topk(std::span<const std::uint16_t> queries,
 Status<DosaError> cuda_dosa_bounds(std::span<const std::uint16_t> query,
                                    std::span<const float> weights, const IndexKeys& keys,
                                    const DosaPlan& plan, std::span<double> out);
+// The decode path (cuda::decode_topk) on host copies of its inputs; out downloaded.
+Status<DosaError> cuda_decode_topk(std::span<const float> scores,
+                                   std::span<const std::int32_t> recent, std::size_t k,
+                                   std::span<std::int32_t> out);
 // The seeds' select kernel (cuda::dosa::select_seeds) on rows [queries, n] of
 // `scores` (1 <= k <= n, every score finite): each row's tau and its top-k lanes
 // ([queries, k], each row's in the kernel's order).

@@ -71,13 +71,18 @@ cuda_mutant dosa cuda-margin-without-tensor-core-error impl/cuda/dosa_kernels.cu
 cuda_mutant dosa cuda-survivor-at-tau-dropped impl/cuda/dosa_merge.cu \
   's|  return score >= c.tau\[t\];|  return score > c.tau[t];|'
 cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
-  's|(mask - std::uint32_t(id))|std::uint32_t(id)|'
+  's|((1u << id_bits) - 1 - std::uint32_t(id))|std::uint32_t(id)|'
+# decode on CUDA: keys scoring exactly tau left unlisted, tau one rank too high
+cuda_mutant dosa cuda-decode-lists-above-tau-only impl/cuda/dosa_decode.cu \
+  's|    const bool keep = j < n \&\& scores\[j\] >= least;|    const bool keep = j < n \&\& scores[j] > least;|'
+cuda_mutant dosa cuda-decode-tau-one-rank-high impl/cuda/dosa_decode.cu \
+  's|    AETHER_TRY(select_seeds(gathered, r, k, 1, tau, nullptr, stream));|    AETHER_TRY(select_seeds(gathered, r, k > 1 ? k - 1 : 1, 1, tau, nullptr, stream));|'
 # the radix select (the seeds' tau, the merge's K-th) counting keys of other
 # prefixes, and the merge keeping only the candidates above its K-th
 cuda_mutant dosa cuda-select-counts-other-prefixes impl/cuda/radix_select.cuh \
   's|      if ((key \& high) == want) atomicAdd|      if ((key \& high) >= want) atomicAdd|'
 cuda_mutant dosa cuda-merge-drops-the-kth impl/cuda/dosa_merge.cu \
-  's|    ids\[i\] = keys\[i\] >= kth ?|    ids[i] = keys[i] > kth ?|'
+  's|    ids\[i\] = keys\[i\] >= least ?|    ids[i] = keys[i] > least ?|'
 # the gates the wrong way round (a fallback ranks stale rows; a pruned batch merges
 # unscored seeds)
 cuda_mutant dosa cuda-gate-inverted impl/cuda/gate.cuh \
