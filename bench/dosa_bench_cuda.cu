@@ -11,6 +11,9 @@
 // - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
 //   noise grows, L 131072, budget 15: the survivor rate at which pruned and full
 //   times cross.
+// - `dosa_bench_cuda decode`: the decode path (source 001 §1) on one query's row of
+//   L 131072 Gaussian scores, the recent keys the top-K of the row one step earlier
+//   (each score moved by noise of the given scale), against the top-k over the row.
 // Both calls wait for the device (the pruned one reads its survivor counts), so
 // each is timed on the host around the whole call.
 #include <cuda_runtime.h>
@@ -20,6 +23,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "bench/cuda_timing.cuh"
@@ -170,6 +175,54 @@ int one() {
   return r.identical ? 0 : 1;
 }
 
+int decode() {
+  constexpr std::size_t L = 131072;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> row(L), earlier(L);
+  for (float& x : row) x = normal(rng);
+  bool ok = true;
+  for (const float noise : {0.01f, 0.1f, 0.5f}) {
+    for (std::size_t j = 0; j < L; ++j) earlier[j] = row[j] + noise * normal(rng);
+    V recent(L);
+    std::iota(recent.begin(), recent.end(), 0);
+    std::partial_sort(recent.begin(), recent.begin() + kK, recent.end(),
+                      [&](std::int32_t a, std::int32_t b) { return earlier[a] > earlier[b]; });
+    recent.resize(kK);
+    float* scores = upload(row);
+    std::int32_t* ids = upload(recent);
+    std::int32_t* ends = upload(V{std::int32_t(L)});
+    std::int32_t *plain = nullptr, *decoded = nullptr;
+    check(cudaMalloc(&plain, kK * 4), "malloc");
+    check(cudaMalloc(&decoded, kK * 4), "malloc");
+    const auto row_span = bench::on_device<const float>(scores, L);
+    const double top_ms = median_ms(21, [&] {
+      if (!cuda::valid_prefix_topk(row_span, L, bench::on_device<const std::int32_t>(ends, 1), kK,
+                                   bench::on_device(plain, kK))
+               .ok())
+        std::exit(1);
+    });
+    const double decode_ms = median_ms(21, [&] {
+      if (!cuda::decode_topk(row_span, bench::on_device<const std::int32_t>(ids, kK), kK,
+                             bench::on_device(decoded, kK))
+               .ok())
+        std::exit(1);
+    });
+    V want(kK), got(kK);
+    check(cudaMemcpy(want.data(), plain, kK * 4, cudaMemcpyDeviceToHost), "download");
+    check(cudaMemcpy(got.data(), decoded, kK * 4, cudaMemcpyDeviceToHost), "download");
+    std::printf(
+        "dosa cuda decode L %zu, K %zu, recent top-K moved by noise %.2f: top-k %.3f ms, decode "
+        "%.3f ms, top-k / decode %.2fx; lanes %s\n",
+        L, kK, double(noise), top_ms, decode_ms, top_ms / decode_ms,
+        want == got ? "identical" : "DIFFER");
+    ok = ok && want == got;
+    for (void* p : {(void*)scores, (void*)ids, (void*)ends, (void*)plain, (void*)decoded})
+      cudaFree(p);
+  }
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,5 +233,6 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0) return breakeven();
   if (argc > 1 && std::strcmp(argv[1], "one") == 0) return one();
+  if (argc > 1 && std::strcmp(argv[1], "decode") == 0) return decode();
   return timing();
 }
