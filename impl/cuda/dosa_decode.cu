@@ -90,16 +90,18 @@ Status<DosaError> decode_topk(device_span<const float> scores,
   Workspace ws;
   ws.reserve<float>(1);
   ws.reserve<float>(r);
+  ws.reserve<std::int32_t>(k);
   ws.reserve<std::int32_t>(count);
   ws.reserve<std::int32_t>(2);
   AETHER_TRY(ws.allocate());
   float* tau = ws.take<float>(1);
   float* gathered = ws.take<float>(r);
+  std::int32_t* recent_top = ws.take<std::int32_t>(k);  // the select's lanes (unread)
   std::int32_t* list = ws.take<std::int32_t>(count);
   std::int32_t* listed = ws.take<std::int32_t>(2);  // the count, then the top-k's row end
   if (prune) {
     gather<<<grid_for(r), kThreads, 0, stream>>>(scores.data(), recent.data(), r, gathered);
-    AETHER_TRY(select_seeds(gathered, r, k, 1, tau, nullptr, stream));
+    AETHER_TRY(select_seeds(gathered, r, k, 1, tau, recent_top, stream));
   } else {
     AETHER_TRY(fill(tau, 1, -std::numeric_limits<float>::infinity(), stream));
   }

@@ -76,7 +76,7 @@ cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
 cuda_mutant dosa cuda-decode-lists-above-tau-only impl/cuda/dosa_decode.cu \
   's|    const bool keep = j < n \&\& scores\[j\] >= least;|    const bool keep = j < n \&\& scores[j] > least;|'
 cuda_mutant dosa cuda-decode-tau-one-rank-high impl/cuda/dosa_decode.cu \
-  's|    AETHER_TRY(select_seeds(gathered, r, k, 1, tau, nullptr, stream));|    AETHER_TRY(select_seeds(gathered, r, k > 1 ? k - 1 : 1, 1, tau, nullptr, stream));|'
+  's|    AETHER_TRY(select_seeds(gathered, r, k, 1, tau, recent_top, stream));|    AETHER_TRY(select_seeds(gathered, r, k > 1 ? k - 1 : 1, 1, tau, recent_top, stream));|'
 # the radix select (the seeds' tau, the merge's K-th) counting keys of other
 # prefixes, and the merge keeping only the candidates above its K-th
 cuda_mutant dosa cuda-select-counts-other-prefixes impl/cuda/radix_select.cuh \
