@@ -9,10 +9,16 @@
 //   direction, no noise: where one anchor is exact): full scoring, pruned with the
 //   cost rule, their ratio, the survivor rate. Medians of 3 runs. `dosa_bench
 //   parallel 32768` (or `default`, and either L) times that one case.
+// - `dosa_bench decode`: the decode path (source 001 §1) on one query's row of
+//   L 131072 Gaussian scores, the recent keys the top-K of the row one step earlier
+//   (each score moved by noise of the given scale), against the top-k over the row;
+//   medians of 21 calls.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -164,9 +170,47 @@ int timing(const std::string& workload, std::size_t only_keys) {
   return ok ? 0 : 1;
 }
 
+int decode() {
+  constexpr std::size_t L = 131072, K = 2048;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> row(L), earlier(L);
+  for (float& x : row) x = normal(rng);
+  const auto median_s = [](auto&& fn) {
+    std::vector<double> t;
+    for (int i = 0; i < 21; ++i) t.push_back(seconds(fn));
+    std::nth_element(t.begin(), t.begin() + 10, t.end());
+    return t[10];
+  };
+  bool ok = true;
+  for (const float noise : {0.01f, 0.1f, 0.5f}) {
+    for (std::size_t j = 0; j < L; ++j) earlier[j] = row[j] + noise * normal(rng);
+    V recent(L);
+    std::iota(recent.begin(), recent.end(), 0);
+    std::partial_sort(recent.begin(), recent.begin() + K, recent.end(),
+                      [&](std::int32_t a, std::int32_t b) { return earlier[a] > earlier[b]; });
+    recent.resize(K);
+    V plain(K), decoded(K);
+    const double top_s = median_s([&] {
+      if (!cpu::valid_prefix_topk(row, L, V{std::int32_t(L)}, K, plain).ok()) std::exit(1);
+    });
+    const double decode_s = median_s([&] {
+      if (!cpu::decode_topk(row, recent, K, decoded).ok()) std::exit(1);
+    });
+    std::printf(
+        "dosa cpu decode L %zu, K %zu, recent top-K moved by noise %.2f: top-k %.3f ms, decode "
+        "%.3f ms, top-k / decode %.2fx; lanes %s\n",
+        L, K, double(noise), top_s * 1e3, decode_s * 1e3, top_s / decode_s,
+        plain == decoded ? "identical" : "DIFFER");
+    ok = ok && plain == decoded;
+  }
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "sweep") == 0) return sweep();
+  if (argc > 1 && std::strcmp(argv[1], "decode") == 0) return decode();
   return timing(argc > 1 ? argv[1] : "", argc > 2 ? std::stoul(argv[2]) : 0);
 }

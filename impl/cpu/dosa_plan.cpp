@@ -54,11 +54,16 @@ Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std
                      recent_scores.end(), std::greater<>());
     tau = recent_scores[k - 1];
   }
+  std::size_t listed = 0;  // counted first: the list is made in one allocation
+  for (const float x : scores) listed += x >= tau;
   std::vector<std::pair<float, std::int32_t>> ranked;  // only keys at or above tau
+  ranked.reserve(listed);
   for (std::size_t j = 0; j < scores.size(); ++j)
     if (scores[j] >= tau) ranked.emplace_back(scores[j], std::int32_t(j));
+  // The best n under the total order as a set (out lists ids ascending), in linear time.
   const std::size_t n = std::min(k, ranked.size());
-  std::partial_sort(ranked.begin(), ranked.begin() + std::ptrdiff_t(n), ranked.end(), before);
+  if (n > 0 && n < ranked.size())
+    std::nth_element(ranked.begin(), ranked.begin() + std::ptrdiff_t(n - 1), ranked.end(), before);
   for (std::size_t i = 0; i < k; ++i) out[i] = i < n ? ranked[i].second : -1;
   std::sort(out.begin(), out.begin() + std::ptrdiff_t(n));
   return Ok{};
