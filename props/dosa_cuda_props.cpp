@@ -130,35 +130,10 @@ AETHER_GPU_PROP(DosaCuda, seed_selection_is_the_kth_greatest_and_the_top_k, "L0"
 }
 
 // L0: the decode path gives the model's lanes (the plain top-K) and its refusals,
-// out untouched on a refusal: scores from the CPU's scorer, with the faults the
-// CPU's decode property draws (a NaN, a repeated id, too few ids), and at times
-// every key tied at one score (the listed keys are then all of them).
+// out untouched on a refusal (props::gen_decode_case: the CPU property's faults and
+// rows of one tied score).
 AETHER_GPU_PROP(DosaCuda, decode_agrees_with_the_model, "L0", ()) {
-  const props::DosaCall c = *props::gen_dosa_call();
-  std::vector<float> scores(c.key_count());
-  RC_ASSERT(cpu::index_scores(c.queries, c.weights, c.stored(), scores).ok());
-  if (*rc::gen::inRange(0, 8) == 0) std::fill(scores.begin(), scores.end(), 0.0f);
-  V recent = c.seeds;
-  if (*rc::gen::inRange(0, 4) == 0 && !scores.empty()) switch (*rc::gen::inRange(0, 3)) {
-      case 0:
-        scores[*rc::gen::inRange<std::size_t>(0, scores.size())] = std::nanf("");
-        break;
-      case 1:
-        recent.push_back(recent.empty() ? std::int32_t(scores.size()) : recent[0]);
-        break;
-      default:
-        recent.resize(recent.size() / 2);
-    }
-  const auto want = model::decode_topk(scores, recent, c.k);
-  V out(c.k, 77);
-  const auto got = props::cuda_decode_topk(scores, recent, c.k, out);
-  RC_ASSERT(got.ok() == want.ok());
-  if (!want.ok()) {
-    RC_ASSERT(got.error() == want.error());
-    RC_ASSERT(out == V(c.k, 77));
-  } else {
-    RC_ASSERT(out == want.value());
-  }
+  props::assert_decode_agrees(*props::gen_decode_case(), props::cuda_decode_topk);
 }
 
 // L0 refusals: the same error as the model on the same values, out untouched;

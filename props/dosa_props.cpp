@@ -195,33 +195,9 @@ AETHER_PROP(DosaCpu, the_cold_prior_is_the_models_on_the_grid, "L1", ()) {
 }
 
 // L0: the CPU's decode path gives the model's lanes (the plain top-K) and its
-// refusals, out untouched on a refusal.
+// refusals, out untouched on a refusal (props::gen_decode_case: faults and ties).
 AETHER_PROP(DosaCpu, decode_agrees_with_the_model, "L0", ()) {
-  const props::DosaCall c = *props::gen_dosa_call();
-  std::vector<float> scores(c.key_count());
-  RC_ASSERT(cpu::index_scores(c.queries, c.weights, c.stored(), scores).ok());
-  V recent = c.seeds;
-  if (*rc::gen::inRange(0, 4) == 0 && !scores.empty())  // a fault: NaN, a repeated id, few ids
-    switch (*rc::gen::inRange(0, 3)) {
-      case 0:
-        scores[*rc::gen::inRange<std::size_t>(0, scores.size())] = std::nanf("");
-        break;
-      case 1:
-        recent.push_back(recent.empty() ? std::int32_t(scores.size()) : recent[0]);
-        break;
-      default:
-        recent.resize(recent.size() / 2);
-    }
-  const auto want = model::decode_topk(scores, recent, c.k);
-  V out(c.k, 77);
-  const auto got = cpu::decode_topk(scores, recent, c.k, out);
-  RC_ASSERT(got.ok() == want.ok());
-  if (!want.ok()) {
-    RC_ASSERT(got.error() == want.error());
-    RC_ASSERT(out == V(c.k, 77));
-  } else {
-    RC_ASSERT(out == want.value());
-  }
+  props::assert_decode_agrees(*props::gen_decode_case(), cpu::decode_topk);
 }
 
 // L0 refusals: the CPU refuses what the model refuses, with the same error, and

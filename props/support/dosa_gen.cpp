@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "impl/cpu/indexer.hpp"
 #include "model/dosa.hpp"
 #include "props/support/compare.hpp"
 
@@ -217,6 +218,46 @@ rc::Gen<DosaCall> gen_faulty_dosa_call() {
     }
     return c;
   });
+}
+
+void showValue(const DecodeCase& c, std::ostream& os) {
+  os << "decode K " << c.k << ", scores";
+  for (float x : c.scores) os << ' ' << x;
+  os << "; recent";
+  for (std::int32_t j : c.recent) os << ' ' << j;
+}
+
+rc::Gen<DecodeCase> gen_decode_case() {
+  return gen::exec([] {
+    const DosaCall call = *gen_dosa_call();
+    DecodeCase c{std::vector<float>(call.key_count()), call.seeds, call.k};
+    RC_ASSERT(cpu::index_scores(call.queries, call.weights, call.stored(), c.scores).ok());
+    if (*gen::inRange(0, 8) == 0) std::fill(c.scores.begin(), c.scores.end(), 0.0f);
+    if (*gen::inRange(0, 4) == 0 && !c.scores.empty()) switch (*gen::inRange(0, 3)) {
+        case 0:
+          c.scores[*gen::inRange<std::size_t>(0, c.scores.size())] = std::nanf("");
+          break;
+        case 1:
+          c.recent.push_back(c.recent.empty() ? std::int32_t(c.scores.size()) : c.recent[0]);
+          break;
+        default:
+          c.recent.resize(c.recent.size() / 2);
+      }
+    return c;
+  });
+}
+
+void assert_decode_agrees(const DecodeCase& c, const DecodeFn& decode) {
+  const auto want = model::decode_topk(c.scores, c.recent, c.k);
+  std::vector<std::int32_t> out(c.k, 77);
+  const auto got = decode(c.scores, c.recent, c.k, out);
+  RC_ASSERT(got.ok() == want.ok());
+  if (!want.ok()) {
+    RC_ASSERT(got.error() == want.error());
+    RC_ASSERT(out == std::vector<std::int32_t>(c.k, 77));
+  } else {
+    RC_ASSERT(out == want.value());
+  }
 }
 
 }  // namespace aether::props

@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <ostream>
+#include <span>
 #include <vector>
 
 #include "api/dosa.hpp"
@@ -49,5 +51,23 @@ rc::Gen<DosaCall> gen_faulty_dosa_call();
 // or any finite nonnegative float, a random subset of the omitted negative heads
 // aggregated.
 rc::Gen<DosaPlan> gen_valid_plan(const std::vector<float>& weights);
+
+// The decode path's inputs (source 001 §1): a generated call's full scores (the
+// CPU's scorer), its seeds as the recent ids, its K; at times every key tied at one
+// score (the listed keys are then all of them), at times one fault: a NaN score, a
+// repeated or out-of-range id, too few ids.
+struct DecodeCase {
+  std::vector<float> scores;
+  std::vector<std::int32_t> recent;
+  std::size_t k = 0;
+};
+void showValue(const DecodeCase& c, std::ostream& os);
+rc::Gen<DecodeCase> gen_decode_case();
+
+// A backend's decode path (scores, recent, K, out) on the case: the model's lanes and
+// refusals, out untouched on a refusal (RC_ASSERT).
+using DecodeFn = std::function<Status<DosaError>(
+    std::span<const float>, std::span<const std::int32_t>, std::size_t, std::span<std::int32_t>)>;
+void assert_decode_agrees(const DecodeCase& c, const DecodeFn& decode);
 
 }  // namespace aether::props
