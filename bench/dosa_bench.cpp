@@ -17,11 +17,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/decode_rows.hpp"
 #include "impl/cpu/dosa.hpp"
 #include "impl/cpu/indexer.hpp"
 #include "props/support/dosa_workload.hpp"
@@ -172,10 +171,8 @@ int timing(const std::string& workload, std::size_t only_keys) {
 
 int decode() {
   constexpr std::size_t L = 131072, K = 2048;
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  std::vector<float> row(L), earlier(L);
-  for (float& x : row) x = normal(rng);
+  const bench::DecodeRows rows = bench::decode_rows(L, K);
+  const std::vector<float>& row = rows.row;
   const auto median_s = [](auto&& fn) {
     std::vector<double> t;
     for (int i = 0; i < 21; ++i) t.push_back(seconds(fn));
@@ -183,13 +180,9 @@ int decode() {
     return t[10];
   };
   bool ok = true;
-  for (const float noise : {0.01f, 0.1f, 0.5f}) {
-    for (std::size_t j = 0; j < L; ++j) earlier[j] = row[j] + noise * normal(rng);
-    V recent(L);
-    std::iota(recent.begin(), recent.end(), 0);
-    std::partial_sort(recent.begin(), recent.begin() + K, recent.end(),
-                      [&](std::int32_t a, std::int32_t b) { return earlier[a] > earlier[b]; });
-    recent.resize(K);
+  for (std::size_t n = 0; n < std::size(bench::kDecodeNoise); ++n) {
+    const float noise = bench::kDecodeNoise[n];
+    const V& recent = rows.recent[n];
     V plain(K), decoded(K);
     const double top_s = median_s([&] {
       if (!cpu::valid_prefix_topk(row, L, V{std::int32_t(L)}, K, plain).ok()) std::exit(1);

@@ -23,11 +23,10 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <numeric>
-#include <random>
 #include <vector>
 
 #include "bench/cuda_timing.cuh"
+#include "bench/decode_rows.hpp"
 #include "impl/cuda/dosa.hpp"
 #include "props/support/dosa_bf16_case.hpp"
 
@@ -177,18 +176,12 @@ int one() {
 
 int decode() {
   constexpr std::size_t L = 131072;
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal;
-  std::vector<float> row(L), earlier(L);
-  for (float& x : row) x = normal(rng);
+  const bench::DecodeRows rows = bench::decode_rows(L, kK);
+  const std::vector<float>& row = rows.row;
   bool ok = true;
-  for (const float noise : {0.01f, 0.1f, 0.5f}) {
-    for (std::size_t j = 0; j < L; ++j) earlier[j] = row[j] + noise * normal(rng);
-    V recent(L);
-    std::iota(recent.begin(), recent.end(), 0);
-    std::partial_sort(recent.begin(), recent.begin() + kK, recent.end(),
-                      [&](std::int32_t a, std::int32_t b) { return earlier[a] > earlier[b]; });
-    recent.resize(kK);
+  for (std::size_t n = 0; n < std::size(bench::kDecodeNoise); ++n) {
+    const float noise = bench::kDecodeNoise[n];
+    const V& recent = rows.recent[n];
     float* scores = upload(row);
     std::int32_t* ids = upload(recent);
     std::int32_t* ends = upload(V{std::int32_t(L)});
