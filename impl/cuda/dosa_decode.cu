@@ -107,20 +107,21 @@ Status<DosaError> decode_topk(device_span<const float> scores,
   }
   AETHER_TRY(fill(listed, 1, 0, stream));
   list_above<<<grid_for(count), kThreads, 0, stream>>>(scores.data(), count, tau, list, listed);
-  AETHER_TRY(cudaMemcpyAsync(ids + r, listed, 4, cudaMemcpyDeviceToHost, stream));
-  AETHER_TRY(cudaStreamSynchronize(stream));
-  if (std::size_t(ids[r]) <= kMergeCapacity && k <= kMergeCapacity) {
+  // Ranked in one block, queued before the host reads the count: the block writes
+  // nothing when more keys are listed than it holds, and the top-k ranks the row.
+  if (k <= kMergeCapacity)
     AETHER_TRY(rank_listed(scores.data(), list, listed, k,
                            std::uint32_t(std::max<int>(1, std::bit_width(count))), out.data(),
                            stream));
-  } else {  // many keys at or above tau: the top-k ranks the row itself (the same lanes)
+  AETHER_TRY(cudaMemcpyAsync(ids + r, listed, 4, cudaMemcpyDeviceToHost, stream));
+  AETHER_TRY(cudaStreamSynchronize(stream));
+  if (std::size_t(ids[r]) > kMergeCapacity || k > kMergeCapacity) {  // the same lanes
     AETHER_TRY(fill(listed + 1, 1, std::int32_t(count), stream));
     if (auto st = valid_prefix_topk(scores, count, device_span<const std::int32_t>(listed + 1, 1),
                                     k, out, stream);
         !st.ok())
       return from_indexer(st.error());
   }
-  AETHER_TRY(cudaStreamSynchronize(stream));
   return Ok{};
 }
 

@@ -101,7 +101,8 @@ cudaError_t merge_candidates(const Candidates& c, std::size_t query_count, std::
                              cudaStream_t stream);
 // Decode's ranking: the best min(K, *listed) of the listed keys (list [*listed], ids
 // into scores) in the total order, ascending, -1 after, into out [K]; one block,
-// *listed and K at most kMergeCapacity, every id below 2^id_bits - 1.
+// K at most kMergeCapacity, every id below 2^id_bits - 1. Nothing is written when
+// *listed exceeds kMergeCapacity.
 cudaError_t rank_listed(const float* scores, const std::int32_t* list, const std::int32_t* listed,
                         std::size_t k, std::uint32_t id_bits, std::int32_t* out,
                         cudaStream_t stream);

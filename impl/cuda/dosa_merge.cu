@@ -78,11 +78,13 @@ __global__ void merge_kernel(Candidates c, std::int32_t* out) {
   rank_keys(keys, c.k + std::size_t(c.counts[t]), c.k, c.id_bits, out + t * c.k);
 }
 
-// One block: the listed keys (list [*listed], scored by scores), ranked.
+// One block: the listed keys (list [*listed], scored by scores), ranked; nothing
+// when more are listed than the block holds.
 __global__ void rank_listed_kernel(const float* scores, const std::int32_t* list,
                                    const std::int32_t* listed, std::size_t k, std::uint32_t id_bits,
                                    std::int32_t* out) {
   const std::size_t n = std::size_t(*listed);
+  if (n > kMergeCapacity) return;
   unsigned long long keys[kMergeItems];
   for (int i = 0; i < kMergeItems; ++i) {
     const std::size_t at = std::size_t(threadIdx.x) * kMergeItems + i;
