@@ -68,7 +68,7 @@ mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-prefill-writes-pending-entries-before-its-rows impl/cuda/compress_kernels.cu \
-  's|^  const RequestMeta\* requests = c.table.table();$|  const RequestMeta* requests = c.table.table(); keep_last_positions(c, requests, true);|'
+  's|^  const RequestMeta\* requests = c.table.table();$|  const RequestMeta* requests = c.table.table(); keep_waiting_positions(c, requests);|'
 cuda_mutant compress cuda-prefill-deferred-writes-ignore-the-verdict impl/cuda/compress_kernels.cu \
   's|  if (\*c.refusal != kNoRefusal) return;||'
 cuda_mutant compress cuda-checked-copies-unchecked impl/cuda/compress_rows.cuh \
@@ -105,3 +105,6 @@ cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compres
   's|    return R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|    return R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
 cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress_rows.cuh \
   's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
+# the waiting position found one entry off
+cuda_mutant compress cuda-waiting-position-one-entry-off impl/cuda/compress_kernels.cu \
+  's|    const std::int64_t p = first + ((b + i - first) % S + S) % S;|    const std::int64_t p = first + ((b + i + 1 - first) % S + S) % S;|'
