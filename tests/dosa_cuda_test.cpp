@@ -11,6 +11,10 @@
 #include "props/support/indexer_backends.hpp"
 #include "props/support/property.hpp"
 
+#ifdef AETHER_HAVE_CUDA
+#include "impl/cuda/dosa_kernels.hpp"
+#endif
+
 namespace aether {
 namespace {
 
@@ -178,6 +182,26 @@ TEST(DosaCuda, decode_ranks_the_keys_at_or_above_the_recent_threshold) {
   EXPECT_EQ(refusal(scores, {0, 1}, std::span(untouched).first(1)),
             (DosaError{de::ShapeMismatch{2, 1}}));
   EXPECT_EQ(untouched, (std::vector<std::int32_t>{77, 77}));
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// Decode with more keys at or above tau than the ranking block holds (the kernel's
+// own capacity, every key tied with the recent ones): the block writes nothing and
+// the top-k over the row ranks them, the same lanes.
+TEST(DosaCuda, decode_past_the_ranking_blocks_capacity_ranks_by_the_top_k) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const std::size_t keys = cuda::dosa::kMergeCapacity + 5;
+  F scores(keys, 1.0f);
+  scores[17] = 2.0f, scores[keys - 1] = 3.0f;
+  std::vector<std::int32_t> out(2, 77);
+  ASSERT_TRUE(props::cuda_decode_topk(scores, std::vector{0, 1}, 2, out).ok());
+  EXPECT_EQ(out, (std::vector<std::int32_t>{17, std::int32_t(keys - 1)}));
+  std::vector<std::int32_t> ties(3, 77);  // all tied but the best: the lower ids
+  ASSERT_TRUE(props::cuda_decode_topk(scores, std::vector{4, 5, 6}, 3, ties).ok());
+  EXPECT_EQ(ties, (std::vector<std::int32_t>{0, 17, std::int32_t(keys - 1)}));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
