@@ -56,25 +56,36 @@ TEST_P(CompressCuda, every_kernel_path_at_d_512_and_1024_equals_the_cpu) {
     }
 }
 
-// A call's request table goes one of several ways by its length (docs/compress.md):
-// in the kernels' parameters (up to 64 requests), stored by kernels carrying it in
-// pieces of 4, 8, 16 or 32000 bytes' worth (up to 128, 256, 512 and 1000), else
-// from a pinned mirror (a captured call: in two pieces). A prefill and a decode step
-// at each length and one past it.
+// A call's requests reach its kernels by their count (docs/compress.md). A
+// prefill's table: in the kernels' parameters (up to 64 requests), stored by
+// kernels carrying it in pieces of 4, 8, 16 or 32000 bytes' worth (up to 128, 256,
+// 512 and 1000), else from a pinned mirror (a captured call: in two pieces); a
+// prefill at each length and one past it. A decode step's: in its launches' own
+// parameters, a short launch, one long one, two, and three parts.
 TEST_P(CompressCuda, every_table_length_equals_the_cpu) {
+  namespace tables = cuda::compress_tables;
   std::mt19937 rng(41);
   std::normal_distribution<float> normal;
-  for (const std::size_t count : {64, 65, 128, 129, 256, 257, 512, 513, 1000, 1001, 1500})
-    for (const bool decode : {false, true}) {
-      std::vector<CompressRequest> requests;
-      for (std::size_t i = 0; i < count; ++i)  // slots reversed, starts and lengths varied
-        requests.push_back(
-            {std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(1 + i % 4)});
-      const auto step =
-          props::make_step(requests, {2, 4, 7, count}, decode, [&] { return normal(rng); });
-      expect_the_cpu_s(step, std::string(decode ? "decode" : "prefill") + " of " +
-                                 std::to_string(count) + " requests");
-    }
+  const auto expect_at = [&](std::size_t count, bool decode) {
+    std::vector<CompressRequest> requests;
+    for (std::size_t i = 0; i < count; ++i)  // slots reversed, starts and lengths varied
+      requests.push_back(
+          {std::int32_t(count - 1 - i), std::int64_t(i % 5), std::int32_t(1 + i % 4)});
+    const auto step =
+        props::make_step(requests, {2, 4, 7, count}, decode, [&] { return normal(rng); });
+    expect_the_cpu_s(step, std::string(decode ? "decode" : "prefill") + " of " +
+                               std::to_string(count) + " requests");
+  };
+  for (const std::size_t count :
+       {tables::kPrefillRequestsInParameters, tables::kPrefillRequestsInParameters + 1,
+        std::size_t(128), std::size_t(129), std::size_t(256), std::size_t(257), std::size_t(512),
+        std::size_t(513), std::size_t(1000), std::size_t(1001), std::size_t(1500)})
+    expect_at(count, false);
+  for (const std::size_t count :
+       {tables::kShortDecodeRequests, tables::kShortDecodeRequests + 1,
+        tables::kDecodeRequestsPerLaunch, tables::kDecodeRequestsPerLaunch + 1,
+        2 * tables::kDecodeRequestsPerLaunch + 1})
+    expect_at(count, true);
 }
 
 // Prefill at serving sizes, D 512, r 2, ring 7: 64 requests x 512 tokens from an odd
@@ -117,12 +128,12 @@ TEST_P(CompressCuda, large_prefills_equal_the_cpu_and_name_the_first_non_finite_
   }
 }
 
-// A decode of 1200 requests (38400 bytes of requests, more than one upload kernel
-// carries): clean it equals the CPU; a non-finite old entry of a late request is
+// A decode in two launches (210 requests past one launch's parts): clean it equals
+// the CPU; a non-finite old entry of a late request (in the second launch) is
 // refused and named, and with a non-finite value in `projected` as well that one is
 // named (the model's order: every projected index before every ring index).
 TEST_P(CompressCuda, a_decode_of_many_requests_names_the_first_non_finite_input) {
-  const std::size_t count = 1200, width = 8;
+  const std::size_t count = cuda::compress_tables::kDecodeRequestsPerLaunch + 210, width = 8;
   std::vector<CompressRequest> requests;
   for (std::size_t i = 0; i < count; ++i)
     requests.push_back(
@@ -130,8 +141,9 @@ TEST_P(CompressCuda, a_decode_of_many_requests_names_the_first_non_finite_input)
   std::mt19937 rng(43);
   std::normal_distribution<float> normal;
   const auto step = props::make_step(requests, {2, 4, 7, count}, true, [&] { return normal(rng); });
-  // request 1150 starts at 1003 (odd) and completes a row: it reads position 1002
-  const CompressRequest& late = requests[1150];
+  // an even request starts at 1001 or 1003 (odd) and completes a row: it reads the
+  // position before its start
+  const CompressRequest& late = requests[count - 2 - count % 2];
   ASSERT_EQ(late.start % 2, 1);
   const std::size_t old_entry = ring_entry_offset(late.state_slot, late.start - 1, 7, width) + 3;
   const std::size_t bad_input = step.projected.size() - 2 * width + 6;

@@ -1,5 +1,6 @@
 // The host side of a CUDA compression call: the plan (impl/compress_plan.hpp, the
-// CPU's), the request table in the kernels' parameters or uploaded, the verdict.
+// CPU's), the request table in the kernels' parameters (or a prefill's long one
+// uploaded), the verdict.
 #include "impl/cuda/compress.hpp"
 
 #include <cuda_runtime.h>
@@ -28,26 +29,9 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
            device_span<std::uint16_t> rows, device_span<std::int32_t> row_index,
            device_span<std::int32_t> positions, Step step, unsigned long long* refusal,
            Stream stream) {
-  const bool decode = step == Step::Decode;
   if (plan.rows == 0) return 0;  // a decode of no tokens: nothing read, nothing written
-  std::vector<ck::RequestMeta> meta;
-  meta.reserve(requests.size());
   ck::Launch c{};
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    meta.push_back({requests[i].start, std::int64_t(plan.token_offset[i]),
-                    std::int64_t(plan.row_offset[i]), requests[i].state_slot, requests[i].tokens});
-    c.most_tokens = std::max(c.most_tokens, requests[i].tokens);
-  }
-  c.table.count = meta.size();
-  const bool in_parameters = meta.size() <= ck::kRequestsInParameters;
-  void* table = nullptr;
-  if (in_parameters) {
-    std::copy(meta.begin(), meta.end(), c.table.in_parameters);
-  } else {
-    if (int e = upload_scratch(meta.data(), meta.size() * sizeof(ck::RequestMeta), stream, &table))
-      return e;
-    c.table.in_memory = static_cast<const ck::RequestMeta*>(table);
-  }
+  for (const CompressRequest& q : requests) c.most_tokens = std::max(c.most_tokens, q.tokens);
   c.rows = plan.rows;
   c.tokens = plan.tokens;
   c.projected = projected.data();
@@ -59,7 +43,28 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   c.refusal = refusal;
   c.vector = shape.dim % 4 == 0 && aligned(projected.data(), 16) && aligned(ring.data(), 16);
   c.ratio_path = c.vector && aligned(rows.data(), 8) ? int(shape.ratio) : 0;
-  int failure = decode ? ck::queue_decode(c, stream) : ck::queue_prefill(c, stream);
+  if (step == Step::Decode) {
+    int failure = ck::queue_decode(c, requests, plan.token_offset, stream);
+    return failure != 0 ? failure : int(cudaGetLastError());
+  }
+  ck::Requests table{};
+  table.count = requests.size();
+  std::vector<ck::RequestMeta> meta;
+  meta.reserve(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    meta.push_back({requests[i].start, std::int64_t(plan.token_offset[i]),
+                    std::int64_t(plan.row_offset[i]), requests[i].state_slot, requests[i].tokens});
+  const bool in_parameters = meta.size() <= ck::kRequestsInParameters;
+  if (in_parameters) {
+    std::copy(meta.begin(), meta.end(), table.in_parameters);
+  } else {
+    void* uploaded = nullptr;
+    if (int e =
+            upload_scratch(meta.data(), meta.size() * sizeof(ck::RequestMeta), stream, &uploaded))
+      return e;
+    table.in_memory = static_cast<const ck::RequestMeta*>(uploaded);
+  }
+  int failure = ck::queue_prefill(c, table, stream);
   if (failure == 0) failure = cudaGetLastError();
   // recorded on every path: the call that next takes the buffer waits for it
   if (!in_parameters)

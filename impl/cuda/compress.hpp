@@ -10,6 +10,7 @@
 // device's verdict is in; the enqueue_ forms leave it on the device.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -17,6 +18,17 @@
 #include "impl/cuda/device.hpp"
 
 namespace aether::cuda {
+
+// How a call's requests reach its kernels (docs/compress.md), named for tests that
+// take their edge sizes from them: a prefill's table rides in its kernels'
+// parameters up to kPrefillRequestsInParameters requests and is uploaded past
+// that; a decode step's always rides in its launches' own parameters, 16 bytes a
+// request, in parts of at most kDecodeRequestsPerLaunch (up to kShortDecodeRequests,
+// in one launch of 1 KiB of them).
+namespace compress_tables {
+inline constexpr std::size_t kPrefillRequestsInParameters = 64;
+inline constexpr std::size_t kShortDecodeRequests = 64, kDecodeRequestsPerLaunch = 1990;
+}  // namespace compress_tables
 
 Status<CompressError> compress_prefill(std::span<const CompressRequest> requests,
                                        device_span<const float> projected, device_span<float> ring,

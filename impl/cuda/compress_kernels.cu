@@ -26,9 +26,9 @@ using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
 // kept two chunks of one row in flight and started each row cold: 55% of DRAM
 // bandwidth with the issue slots half idle.) A lane reads back only what it copied:
 // no barrier.
-__device__ void stream_pairs(const Launch& c, const RequestMeta* requests, Stages& stage) {
+__device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::size_t n,
+                             Stages& stage) {
   const Geometry& g = c.g;
-  const std::size_t n = c.table.count;
   const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
   const std::size_t warps = warp_count(), share = (c.rows + warps - 1) / warps;
   const std::size_t first = warp_id() * share,
@@ -107,13 +107,13 @@ __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, Stage
 // piece) dealt over every warp: each request's last min(S, tokens) positions,
 // checked as they are read (the pending ones, which no row reads, are among them:
 // S >= r), each written but those that wait for the verdict (waits_for_verdict).
-__device__ void keep_last_positions(const Launch& c, const RequestMeta* requests) {
+__device__ void keep_last_positions(const Launch& c, const RequestMeta* requests, std::size_t n) {
   const Geometry& g = c.g;
   const unsigned lane = threadIdx.x % 32;
   const auto least = [](std::size_t a, std::size_t b) { return a < b ? a : b; };
   const std::size_t depth = least(g.ring, std::size_t(c.most_tokens));
   const std::size_t pieces = (g.width + 127) / 128, per_request = depth * pieces;
-  for (std::size_t item = warp_id(); item < c.table.count * per_request; item += warp_count()) {
+  for (std::size_t item = warp_id(); item < n * per_request; item += warp_count()) {
     const RequestMeta q = requests[item / per_request];
     const std::size_t k = item % per_request / pieces, piece = item % pieces;
     if (k >= least(g.ring, std::size_t(q.tokens))) continue;
@@ -130,12 +130,13 @@ __device__ void keep_last_positions(const Launch& c, const RequestMeta* requests
 // chunk's last min(S, tokens) congruent to b + i mod S, if there is one, found
 // directly (testing each of the last S positions a piece at a time is a chain of
 // 64-bit divisions a warp: 7.8 us at 64 x 512 on the H200).
-__device__ void keep_waiting_positions(const Launch& c, const RequestMeta* requests) {
+__device__ void keep_waiting_positions(const Launch& c, const RequestMeta* requests,
+                                       std::size_t n) {
   const Geometry& g = c.g;
   const unsigned lane = threadIdx.x % 32;
   const std::size_t per_request = std::size_t(g.ratio - 1);
   const auto S = std::int64_t(g.ring);
-  for (std::size_t item = warp_id(); item < c.table.count * per_request; item += warp_count()) {
+  for (std::size_t item = warp_id(); item < n * per_request; item += warp_count()) {
     const RequestMeta q = requests[item / per_request];
     const std::int64_t i = std::int64_t(item % per_request), b = q.start / g.ratio * g.ratio;
     if (i >= q.start - b) continue;
@@ -152,17 +153,18 @@ __device__ void keep_waiting_positions(const Launch& c, const RequestMeta* reque
 // chunk's last S positions into the ring, all but those landing on a pending input.
 template <int R>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
-    prefill_rows(const __grid_constant__ Launch c) {
+    prefill_rows(const __grid_constant__ Launch c, const __grid_constant__ Requests table) {
   wait_for_previous_kernel();  // a dependent of the table's upload, if any
-  const RequestMeta* requests = c.table.table();
+  const RequestMeta* requests = table.table();
+  const std::size_t n = table.count;
   const unsigned lane = threadIdx.x % 32;
   const std::int64_t r = R > 0 ? R : c.g.ratio;  // a constant where the template gives it
   if constexpr (R == 2) {
     __shared__ Stages stage;
-    stream_pairs(c, requests, stage);
+    stream_pairs(c, requests, n, stage);
   } else {
     for_each_item(
-        requests, c.table.count, c.rows, [](const RequestMeta& m) { return m.row_offset; },
+        requests, n, c.rows, [](const RequestMeta& m) { return m.row_offset; },
         [&](const RequestMeta& q, std::size_t row) {
           const std::int64_t j = row_number(q, row, r);
           if (lane == 0) {
@@ -177,15 +179,16 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
           }
         });
   }
-  keep_last_positions(c, requests);
+  keep_last_positions(c, requests, n);
 }
 
 // Prefill's second kernel, a programmatic dependent of the first: on a clean word,
 // the ring writes that land on a pending input (at most r - 1 a request).
-__global__ void keep_deferred_positions(const __grid_constant__ Launch c) {
+__global__ void keep_deferred_positions(const __grid_constant__ Launch c,
+                                        const __grid_constant__ Requests table) {
   wait_for_previous_kernel();
   if (*c.refusal != kNoRefusal) return;
-  keep_waiting_positions(c, c.table.table());
+  keep_waiting_positions(c, table.table(), table.count);
 }
 
 // Decode, one pass: each token's output row, completed when p mod r = r - 1, its
@@ -194,22 +197,28 @@ __global__ void keep_deferred_positions(const __grid_constant__ Launch c) {
 // into theirs. That equals the model's "write every position first, then read"
 // because S >= r + qmax - 1 keeps the entries written apart from every old entry
 // read (docs/compress.md). (The two loops apart: a copy beside a row's registers
-// spilled both.)
-template <int R>
+// spilled both.) One launch a part of the step (DecodeRequests): the parts share
+// no request, so each starts the next at once, and each ends only after the one
+// before it, so the last part's end is the call's.
+template <int R, std::size_t N>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
-    decode_rows(const __grid_constant__ Launch c) {
-  wait_for_previous_kernel();  // a dependent of the table's upload, if any
+    decode_rows(const __grid_constant__ Launch c, const __grid_constant__ DecodeRequests<N> part) {
+  if (!part.after_a_part) wait_for_previous_kernel();  // the caller's inputs, the verdict's reset
+  if (part.before_a_part) let_next_kernel_start();
   const unsigned lane = threadIdx.x % 32;
   const Geometry& g = c.g;
   const std::int64_t r = R > 0 ? R : g.ratio;  // a constant where the template gives it
-  const auto token_offset = [](const RequestMeta& m) { return m.token_offset; };
+  const auto token_in_part = [&](const RequestMeta& m) {
+    return std::size_t(m.token_offset) - part.first_token;
+  };
   // a position whose group completes in the step goes into the ring with its row
   // (16-byte paths)
   const auto with_its_row = [&](const RequestMeta& q, std::int64_t p) {
     return R > 0 && p / r * r + r - 1 < q.start + q.tokens;
   };
-  for_each_item(c.table.table(), c.table.count, c.tokens, token_offset,
-                [&](const RequestMeta& q, std::size_t token) {
+  for_each_item(part, part.count, part.tokens(), token_in_part,
+                [&](const RequestMeta& q, std::size_t x) {
+                  const std::size_t token = part.first_token + x;
                   const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);
                   const std::int64_t j = p % r == r - 1 ? p / r : -1;
                   if (lane == 0) {
@@ -224,13 +233,15 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
                                  R > 0 ? c.ring : nullptr);
                   }
                 });
-  for_each_item(c.table.table(), c.table.count, c.tokens, token_offset,
-                [&](const RequestMeta& q, std::size_t token) {
+  for_each_item(part, part.count, part.tokens(), token_in_part,
+                [&](const RequestMeta& q, std::size_t x) {
+                  const std::size_t token = part.first_token + x;
                   const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);
                   if (!with_its_row(q, p))
                     copy_checked<8>(c.projected + token * g.width, c.ring + entry_of(q, p, g),
                                     g.width, token * g.width, c.refusal, lane, c.vector);
                 });
+  if (part.after_a_part) wait_for_previous_kernel();
 }
 
 // Calls f(std::integral_constant<int, R>) for the kernels' ratio template.
@@ -258,31 +269,78 @@ unsigned resident_grid(std::size_t warps) {
 }
 }  // namespace
 
-cudaError_t queue_prefill(const Launch& c, Stream stream) {
+cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream) {
   cudaError_t e = cudaSuccess;
   with_ratio(c.ratio_path, [&](auto r) {
     // the rows' warps, or the ring's pieces where they are more
-    const std::size_t ring_items = c.table.count *
+    const std::size_t ring_items = table.count *
                                    std::min<std::size_t>(c.g.ring, std::size_t(c.most_tokens)) *
                                    ((c.g.width + 127) / 128);
     e = overlapped(prefill_rows<r()>,
                    dim3(resident_grid<prefill_rows<r()>>(std::max(c.rows, ring_items))),
-                   int(32 * kWarpsPerBlock), 0, stream, c);
+                   int(32 * kWarpsPerBlock), 0, stream, c, table);
   });
   if (e == cudaSuccess)
-    e = overlapped(keep_deferred_positions,
-                   dim3(unsigned(std::min<std::size_t>(c.table.count, 64))),
-                   int(32 * kWarpsPerBlock), 0, stream, c);
+    e = overlapped(keep_deferred_positions, dim3(unsigned(std::min<std::size_t>(table.count, 64))),
+                   int(32 * kWarpsPerBlock), 0, stream, c, table);
   return e;
 }
 
-cudaError_t queue_decode(const Launch& c, Stream stream) {
+namespace {
+// The parts' capacities: a short step's launch copies 1 KiB of parameters, not 32.
+constexpr std::size_t kShortDecode = compress_tables::kShortDecodeRequests,
+                      kLongDecode = compress_tables::kDecodeRequestsPerLaunch;
+static_assert(sizeof(Launch) + sizeof(DecodeRequests<kLongDecode>) <= kKernelCarriedBytes);
+
+// Requests [first, last) as one part, launched after `after_a_part` and before
+// `before_a_part`.
+template <std::size_t N>
+cudaError_t queue_decode_part(const Launch& c, std::span<const CompressRequest> requests,
+                              std::span<const std::size_t> token_offset, std::size_t first,
+                              std::size_t last, std::size_t end_token, bool after_a_part,
+                              bool before_a_part, Stream stream) {
+  DecodeRequests<N> part;
+  part.count = last - first;
+  part.first_token = token_offset[first];
+  part.after_a_part = after_a_part;
+  part.before_a_part = before_a_part;
+  for (std::size_t i = first; i < last; ++i)
+    part.entry[i - first] = {requests[i].start, requests[i].state_slot,
+                             std::int32_t(token_offset[i] - part.first_token)};
+  part.entry[part.count] = {0, 0, std::int32_t(end_token - part.first_token)};
   cudaError_t e = cudaSuccess;
   with_ratio(c.ratio_path, [&](auto r) {
-    e = overlapped(decode_rows<r()>, dim3(resident_grid<decode_rows<r()>>(c.tokens)),
-                   int(32 * kWarpsPerBlock), 0, stream, c);
+    const std::size_t tokens = end_token - part.first_token;
+    e = overlapped(decode_rows<r(), N>, dim3(resident_grid<decode_rows<r(), N>>(tokens)),
+                   int(32 * kWarpsPerBlock), 0, stream, c, part);
   });
   return e;
+}
+
+// The step in parts of equal request counts, each at most N requests and under 2^31
+// tokens (the entries' int32 offsets; a request's own tokens are an int32).
+template <std::size_t N>
+cudaError_t queue_decode_parts(const Launch& c, std::span<const CompressRequest> requests,
+                               std::span<const std::size_t> token_offset, Stream stream) {
+  const std::size_t n = requests.size(), parts = (n + N - 1) / N;
+  const auto end_of = [&](std::size_t i) { return i < n ? token_offset[i] : c.tokens; };
+  for (std::size_t k = 0, first = 0; first < n; ++k) {
+    std::size_t last = std::min(n, first + (n + parts - 1) / parts);
+    while (last > first + 1 && end_of(last) - token_offset[first] > 0x7fffffffu) --last;
+    if (cudaError_t e = queue_decode_part<N>(c, requests, token_offset, first, last, end_of(last),
+                                             k > 0, last < n, stream))
+      return e;
+    first = last;
+  }
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t queue_decode(const Launch& c, std::span<const CompressRequest> requests,
+                         std::span<const std::size_t> token_offset, Stream stream) {
+  return requests.size() <= kShortDecode
+             ? queue_decode_parts<kShortDecode>(c, requests, token_offset, stream)
+             : queue_decode_parts<kLongDecode>(c, requests, token_offset, stream);
 }
 
 }  // namespace aether::cuda::compress_kernels

@@ -10,13 +10,14 @@
 
 #include <cuda_runtime.h>
 
+#include <span>
+
 #include "impl/cuda/compress_table.cuh"
 #include "impl/cuda/device.hpp"
 
 namespace aether::cuda::compress_kernels {
 
 struct Launch {
-  Requests table;
   std::size_t rows = 0, tokens = 0;  // the plan's output rows and new positions
   std::int32_t most_tokens = 0;      // the batch's longest step
   const float* projected = nullptr;
@@ -29,7 +30,10 @@ struct Launch {
   bool vector = false;                    // D % 4 == 0 and projected, ring 16-byte aligned
 };
 
-cudaError_t queue_prefill(const Launch& launch, Stream stream);
-cudaError_t queue_decode(const Launch& launch, Stream stream);
+cudaError_t queue_prefill(const Launch& launch, const Requests& table, Stream stream);
+// The step's requests and their first tokens (the plan's) go into the launches' own
+// parameters (DecodeRequests).
+cudaError_t queue_decode(const Launch& launch, std::span<const CompressRequest> requests,
+                         std::span<const std::size_t> token_offset, Stream stream);
 
 }  // namespace aether::cuda::compress_kernels

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "api/compress.hpp"
+#include "impl/cuda/compress.hpp"
 
 namespace aether::cuda::compress_kernels {
 
@@ -19,13 +20,34 @@ struct RequestMeta {
 
 // A call's requests: in the kernels' parameters when the table is short, so a
 // queued call needs no copy before its first kernel, else in device memory.
-constexpr std::size_t kRequestsInParameters = 64;
+constexpr std::size_t kRequestsInParameters = compress_tables::kPrefillRequestsInParameters;
 struct Requests {
   RequestMeta in_parameters[kRequestsInParameters];
   const RequestMeta* in_memory;  // nullptr: the table is in_parameters
   std::size_t count;
   __device__ const RequestMeta* table() const {
     return in_memory != nullptr ? in_memory : in_parameters;
+  }
+};
+
+// A decode step's requests as its launches' own parameters carry them, 16 bytes
+// each, so nothing is copied before the kernel (pieces of a 32-byte table stored by
+// kernels ahead of it took 10-15 us of a 30 us decode in a graph on the H200). A
+// step of more than N requests is split into parts of at most N, a launch each.
+struct DecodeEntry {
+  std::int64_t start;
+  std::int32_t slot;
+  std::int32_t token_offset;  // from the part's first token
+};
+template <std::size_t N>
+struct DecodeRequests {
+  DecodeEntry entry[N + 1];        // entry[count].token_offset: the part's tokens
+  std::size_t count, first_token;  // first_token: the part's first token in the step
+  bool after_a_part, before_a_part;
+  __device__ std::size_t tokens() const { return std::size_t(entry[count].token_offset); }
+  __device__ RequestMeta operator[](std::size_t i) const {
+    return {entry[i].start, std::int64_t(first_token) + entry[i].token_offset, 0, entry[i].slot,
+            entry[i + 1].token_offset - entry[i].token_offset};
   }
 };
 
@@ -48,8 +70,8 @@ __device__ inline std::size_t warp_count() { return std::size_t(gridDim.x) * (bl
 // searched by the whole warp (every lane, the same x): each step its lanes test 32
 // evenly spaced entries of [lo, hi), so n requests take log32 n dependent loads
 // where a binary search takes log2 n (a decode of 1024 requests: 2, not 10).
-template <class Offset>
-__device__ std::size_t find_request(const RequestMeta* requests, std::size_t n, std::size_t x,
+template <class Table, class Offset>
+__device__ std::size_t find_request(const Table& requests, std::size_t n, std::size_t x,
                                     Offset offset) {
   const unsigned lane = threadIdx.x % 32;
   std::size_t lo = 0, hi = n;  // invariant: answer in [lo, hi)
@@ -70,8 +92,8 @@ __device__ std::size_t find_request(const RequestMeta* requests, std::size_t n, 
 // body(request, item): a contiguous range, so the owning request is found once by
 // find_request and then followed forward (a search per row kept each short-lived
 // warp waiting on a chain of dependent loads). The grid is what fits on the device.
-template <class Offset, class Body>
-__device__ void for_each_item(const RequestMeta* requests, std::size_t n, std::size_t count,
+template <class Table, class Offset, class Body>
+__device__ void for_each_item(const Table& requests, std::size_t n, std::size_t count,
                               Offset offset, Body body) {
   const std::size_t warps = warp_count(), share = (count + warps - 1) / warps;
   const std::size_t first = warp_id() * share, last = first + share < count ? first + share : count;

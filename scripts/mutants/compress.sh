@@ -68,7 +68,7 @@ mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-prefill-writes-pending-entries-before-its-rows impl/cuda/compress_kernels.cu \
-  's|^  const RequestMeta\* requests = c.table.table();$|  const RequestMeta* requests = c.table.table(); keep_waiting_positions(c, requests);|'
+  's|^  const std::size_t n = table.count;$|  const std::size_t n = table.count; keep_waiting_positions(c, requests, n);|'
 cuda_mutant compress cuda-prefill-deferred-writes-ignore-the-verdict impl/cuda/compress_kernels.cu \
   's|  if (\*c.refusal != kNoRefusal) return;||'
 cuda_mutant compress cuda-checked-copies-unchecked impl/cuda/compress_rows.cuh \
@@ -108,3 +108,8 @@ cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress_rows.cuh 
 # the waiting position found one entry off
 cuda_mutant compress cuda-waiting-position-one-entry-off impl/cuda/compress_kernels.cu \
   's|    const std::int64_t p = first + ((b + i - first) % S + S) % S;|    const std::int64_t p = first + ((b + i + 1 - first) % S + S) % S;|'
+# a decode part's last request one token short; a request between two parts left out
+cuda_mutant compress cuda-decode-part-one-token-short impl/cuda/compress_kernels.cu \
+  's|  part.entry\[part.count\] = {0, 0, std::int32_t(end_token - part.first_token)};|  part.entry[part.count] = {0, 0, std::int32_t(end_token - part.first_token - 1)};|'
+cuda_mutant compress cuda-decode-parts-skip-a-request impl/cuda/compress_kernels.cu \
+  's|    first = last;|    first = last + 1;|'
