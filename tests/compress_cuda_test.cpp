@@ -61,7 +61,8 @@ TEST_P(CompressCuda, every_kernel_path_at_d_512_and_1024_equals_the_cpu) {
 // kernels carrying it in pieces of 4, 8, 16 or 32000 bytes' worth (up to 128, 256,
 // 512 and 1000), else from a pinned mirror (a captured call: in two pieces); a
 // prefill at each length and one past it. A decode step's: in its launches' own
-// parameters, a short launch, one long one, two, and three parts.
+// parameters, a decode at each launch capacity and one past it, and one of three
+// parts.
 TEST_P(CompressCuda, every_table_length_equals_the_cpu) {
   namespace tables = cuda::compress_tables;
   std::mt19937 rng(41);
@@ -81,11 +82,11 @@ TEST_P(CompressCuda, every_table_length_equals_the_cpu) {
         std::size_t(128), std::size_t(129), std::size_t(256), std::size_t(257), std::size_t(512),
         std::size_t(513), std::size_t(1000), std::size_t(1001), std::size_t(1500)})
     expect_at(count, false);
-  for (const std::size_t count :
-       {tables::kShortDecodeRequests, tables::kShortDecodeRequests + 1,
-        tables::kDecodeRequestsPerLaunch, tables::kDecodeRequestsPerLaunch + 1,
-        2 * tables::kDecodeRequestsPerLaunch + 1})
-    expect_at(count, true);
+  for (const std::size_t capacity : tables::kDecodeLaunchCapacities) {
+    expect_at(capacity, true);
+    expect_at(capacity + 1, true);
+  }
+  expect_at(2 * tables::kDecodeLaunchCapacities.back() + 1, true);
 }
 
 // Prefill at serving sizes, D 512, r 2, ring 7: 64 requests x 512 tokens from an odd
@@ -133,7 +134,7 @@ TEST_P(CompressCuda, large_prefills_equal_the_cpu_and_name_the_first_non_finite_
 // refused and named, and with a non-finite value in `projected` as well that one is
 // named (the model's order: every projected index before every ring index).
 TEST_P(CompressCuda, a_decode_of_many_requests_names_the_first_non_finite_input) {
-  const std::size_t count = cuda::compress_tables::kDecodeRequestsPerLaunch + 210, width = 8;
+  const std::size_t count = cuda::compress_tables::kDecodeLaunchCapacities.back() + 210, width = 8;
   std::vector<CompressRequest> requests;
   for (std::size_t i = 0; i < count; ++i)
     requests.push_back(

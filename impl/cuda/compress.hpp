@@ -10,6 +10,7 @@
 // device's verdict is in; the enqueue_ forms leave it on the device.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -23,11 +24,11 @@ namespace aether::cuda {
 // take their edge sizes from them: a prefill's table rides in its kernels'
 // parameters up to kPrefillRequestsInParameters requests and is uploaded past
 // that; a decode step's always rides in its launches' own parameters, 16 bytes a
-// request, in parts of at most kDecodeRequestsPerLaunch (up to kShortDecodeRequests,
-// in one launch of 1 KiB of them).
+// request, in the first of kDecodeLaunchCapacities that holds the step (a launch
+// copies all of its parameters), a longer step in parts of at most the last.
 namespace compress_tables {
 inline constexpr std::size_t kPrefillRequestsInParameters = 64;
-inline constexpr std::size_t kShortDecodeRequests = 64, kDecodeRequestsPerLaunch = 1990;
+inline constexpr std::array<std::size_t, 4> kDecodeLaunchCapacities{64, 256, 1024, 1990};
 }  // namespace compress_tables
 
 Status<CompressError> compress_prefill(std::span<const CompressRequest> requests,

@@ -287,10 +287,9 @@ cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream)
 }
 
 namespace {
-// The parts' capacities: a short step's launch copies 1 KiB of parameters, not 32.
-constexpr std::size_t kShortDecode = compress_tables::kShortDecodeRequests,
-                      kLongDecode = compress_tables::kDecodeRequestsPerLaunch;
-static_assert(sizeof(Launch) + sizeof(DecodeRequests<kLongDecode>) <= kKernelCarriedBytes);
+static_assert(sizeof(Launch) +
+                  sizeof(DecodeRequests<compress_tables::kDecodeLaunchCapacities.back()>) <=
+              kKernelCarriedBytes);
 
 // Requests [first, last) as one part, launched after `after_a_part` and before
 // `before_a_part`.
@@ -334,13 +333,22 @@ cudaError_t queue_decode_parts(const Launch& c, std::span<const CompressRequest>
   }
   return cudaSuccess;
 }
+
+// The step in launches of the first capacity from the I-th on that holds it.
+template <std::size_t I = 0>
+cudaError_t queue_decode_in(const Launch& c, std::span<const CompressRequest> requests,
+                            std::span<const std::size_t> token_offset, Stream stream) {
+  constexpr auto& capacities = compress_tables::kDecodeLaunchCapacities;
+  if constexpr (I + 1 < capacities.size())
+    if (requests.size() > capacities[I])
+      return queue_decode_in<I + 1>(c, requests, token_offset, stream);
+  return queue_decode_parts<capacities[I]>(c, requests, token_offset, stream);
+}
 }  // namespace
 
 cudaError_t queue_decode(const Launch& c, std::span<const CompressRequest> requests,
                          std::span<const std::size_t> token_offset, Stream stream) {
-  return requests.size() <= kShortDecode
-             ? queue_decode_parts<kShortDecode>(c, requests, token_offset, stream)
-             : queue_decode_parts<kLongDecode>(c, requests, token_offset, stream);
+  return queue_decode_in(c, requests, token_offset, stream);
 }
 
 }  // namespace aether::cuda::compress_kernels
