@@ -27,7 +27,7 @@ using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
 // bandwidth with the issue slots half idle.) A lane reads back only what it copied:
 // no barrier.
 __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::size_t n,
-                             Stages& stage) {
+                             bool in_parameters, Stages& stage) {
   const Geometry& g = c.g;
   const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
   const std::size_t warps = warp_count(), share = (c.rows + warps - 1) / warps;
@@ -64,8 +64,8 @@ __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::
   };
   Cursor ask, use;
   if (first < last)
-    ask.request = use.request =
-        find_request(requests, n, first, [](const RequestMeta& m) { return m.row_offset; });
+    ask.request = use.request = find_request(
+        requests, n, first, [](const RequestMeta& m) { return m.row_offset; }, in_parameters);
   Item asked{first, 0};
   const auto ask_next = [&](unsigned u) {  // the next item's loads into stage u, then a commit
     const Item at = asked;
@@ -161,10 +161,11 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
   const std::int64_t r = R > 0 ? R : c.g.ratio;  // a constant where the template gives it
   if constexpr (R == 2) {
     __shared__ Stages stage;
-    stream_pairs(c, requests, n, stage);
+    stream_pairs(c, requests, n, table.in_memory == nullptr, stage);
   } else {
     for_each_item(
-        requests, n, c.rows, [](const RequestMeta& m) { return m.row_offset; },
+        requests, n, table.in_memory == nullptr, c.rows,
+        [](const RequestMeta& m) { return m.row_offset; },
         [&](const RequestMeta& q, std::size_t row) {
           const std::int64_t j = row_number(q, row, r);
           if (lane == 0) {
@@ -216,7 +217,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
   const auto with_its_row = [&](const RequestMeta& q, std::int64_t p) {
     return R > 0 && p / r * r + r - 1 < q.start + q.tokens;
   };
-  for_each_item(part, part.count, part.tokens(), token_in_part,
+  for_each_item(part, part.count, true, part.tokens(), token_in_part,
                 [&](const RequestMeta& q, std::size_t x) {
                   const std::size_t token = part.first_token + x;
                   const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);
@@ -233,7 +234,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
                                  R > 0 ? c.ring : nullptr);
                   }
                 });
-  for_each_item(part, part.count, part.tokens(), token_in_part,
+  for_each_item(part, part.count, true, part.tokens(), token_in_part,
                 [&](const RequestMeta& q, std::size_t x) {
                   const std::size_t token = part.first_token + x;
                   const std::int64_t p = q.start + (std::int64_t(token) - q.token_offset);

@@ -113,3 +113,6 @@ cuda_mutant compress cuda-decode-part-one-token-short impl/cuda/compress_kernels
   's|  part.entry\[part.count\] = {0, 0, std::int32_t(end_token - part.first_token)};|  part.entry[part.count] = {0, 0, std::int32_t(end_token - part.first_token - 1)};|'
 cuda_mutant compress cuda-decode-parts-skip-a-request impl/cuda/compress_kernels.cu \
   's|    first = last;|    first = last + 1;|'
+# a table in the parameters searched past the request that holds the token
+cuda_mutant compress cuda-parameter-search-overshoots impl/cuda/compress_table.cuh \
+  's|    (std::size_t(offset(requests\[mid\])) <= x ? lo : hi) = mid;|    (std::size_t(offset(requests[mid])) <= x + 1 ? lo : hi) = mid;|'
