@@ -200,11 +200,12 @@ __global__ void keep_deferred_positions(const __grid_constant__ Launch c,
 // read (docs/compress.md). (The two loops apart: a copy beside a row's registers
 // spilled both.) One launch a part of the step (DecodeRequests): the parts share
 // no request, so each starts the next at once, and each ends only after the one
-// before it, so the last part's end is the call's.
+// before it, so the last part's end is the call's. The first part follows the
+// verdict's reset, which starts only once every earlier kernel has finished: it
+// reads at once and waits for the reset only to report (`report`).
 template <int R, std::size_t N>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
     decode_rows(const __grid_constant__ Launch c, const __grid_constant__ DecodeRequests<N> part) {
-  if (!part.after_a_part) wait_for_previous_kernel();  // the caller's inputs, the verdict's reset
   if (part.before_a_part) let_next_kernel_start();
   const unsigned lane = threadIdx.x % 32;
   const Geometry& g = c.g;
@@ -242,7 +243,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
                     copy_checked<8>(c.projected + token * g.width, c.ring + entry_of(q, p, g),
                                     g.width, token * g.width, c.refusal, lane, c.vector);
                 });
-  if (part.after_a_part) wait_for_previous_kernel();
+  wait_for_previous_kernel();
 }
 
 // Calls f(std::integral_constant<int, R>) for the kernels' ratio template.

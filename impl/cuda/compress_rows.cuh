@@ -8,10 +8,13 @@
 
 #include "impl/compress_math.hpp"
 #include "impl/cuda/compress_table.cuh"
+#include "impl/cuda/launch.cuh"
 
 namespace aether::cuda::compress_kernels {
 
+// (after the verdict's reset, which a decode part does not wait for at its start)
 __device__ inline void report(unsigned long long* refusal, unsigned long long code) {
+  wait_for_previous_kernel();
   atomicMin(refusal, code);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "impl/cuda/device.hpp"
+#include "impl/cuda/launch.cuh"
 
 namespace aether::cuda {
 
@@ -119,8 +120,18 @@ int verdict_slot(Verdict& verdict) {
 }
 }  // namespace
 
+namespace {
+// A kernel, not a memset: a call's first kernel, launched `overlapped` behind it,
+// starts while it runs (it waits for it before its first report).
+__global__ void reset_whole_verdict(DeviceVerdict* verdict) {
+  let_next_kernel_start();
+  *verdict = DeviceVerdict{kNoRefusal, {-1, -1}};
+}
+}  // namespace
+
 int reset_verdict(DeviceVerdict* verdict, Stream stream) {
-  return cudaMemsetAsync(verdict, 0xff, sizeof *verdict, stream);
+  reset_whole_verdict<<<1, 1, 0, stream>>>(verdict);
+  return cudaGetLastError();
 }
 
 int begin_verdict(Verdict& verdict, Stream stream) {

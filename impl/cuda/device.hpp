@@ -79,8 +79,10 @@ Result<int, DeviceError> device_count();
 
 // The one refusal protocol of every CUDA call: validation on the device, verdict
 // on the host. A call's verdict (a DeviceVerdict in device memory) is set to
-// kNoRefusal, all of it, before its first kernel (reset_verdict; a captured call
-// does so at every replay, the memset being in the graph); its kernels atomicMin
+// kNoRefusal, all of it, before its first kernel (reset_verdict, a kernel; a
+// captured call does so at every replay, the reset being in the graph; a first
+// kernel launched `overlapped` behind it may read before the reset is done and
+// waits for it before its first report); its kernels atomicMin
 // the code of every refusal they find into `refusal`, so the lowest, the first in
 // the component's order, stays; kernels whose writes must wait for a clean word
 // (a top-k or slot conversion writing nothing on refusal; the ring writes of a

@@ -68,9 +68,13 @@ __global__ void __launch_bounds__(kThreads)
   unsigned long long lowest = kNoRefusal;
   convert_quads<kQuads, Checked>(
       j, [](int u) { return quad_of(blockIdx.x, u); }, valid_counts, tables, g, lowest);
-  if (Checked && lowest != kNoRefusal) atomicMin(refusal, lowest);
+  if (Checked && lowest != kNoRefusal) {
+    wait_for_previous_kernel();  // the verdict's reset (docs/paging.md)
+    atomicMin(refusal, lowest);
+  }
 #pragma unroll
   for (int u = 0; u < kQuads; ++u) store_quad<Vector>(out, quad_of(blockIdx.x, u), g.lanes, j[u]);
+  if (Checked) wait_for_previous_kernel();  // ends after the reset: describe_refusal waits for this
 }
 
 // After the checked pass (its programmatic dependent): the refused lane's row, and
@@ -125,13 +129,17 @@ cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts,
   unsigned long long* refusal = verdict != nullptr ? &verdict->refusal : nullptr;
   const auto kernel = verdict == nullptr ? (vector ? convert<true, false> : convert<false, false>)
                                          : (vector ? convert<true, true> : convert<false, true>);
-  kernel<<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, refusal, out);
-  if (verdict != nullptr)
-    if (cudaError_t e =
-            overlapped(describe_refusal, dim3(1), 32, 0, stream, rows, tables, g, verdict);
-        e != cudaSuccess)
-      return e;
-  return cudaGetLastError();
+  if (verdict == nullptr) {
+    kernel<<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, refusal, out);
+    return cudaGetLastError();
+  }
+  // behind the verdict's reset, which starts once every earlier kernel has finished:
+  // the checked pass reads at once and waits for the reset only to report
+  if (cudaError_t e = overlapped(kernel, dim3(blocks), kThreads, 0, stream, rows, valid_counts,
+                                 tables, g, refusal, out);
+      e != cudaSuccess)
+    return e;
+  return overlapped(describe_refusal, dim3(1), 32, 0, stream, rows, tables, g, verdict);
 }
 }  // namespace
 
