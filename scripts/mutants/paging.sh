@@ -22,7 +22,7 @@ mutant paging cpu-table-checked-before-lanes impl/cpu/paging.cpp \
   's|^  if (lanes != requests \* k) return pe::ShapeMismatch{requests \* k, lanes};|  if (table_size != requests * blocks_per_request) return pe::ShapeMismatch{requests * blocks_per_request, table_size};\n&|'
 
 cuda_mutant paging cuda-refusal-not-recorded impl/cuda/paging.cu \
-  's|  if (Checked \&\& lowest != kNoRefusal) atomicMin(refusal, lowest);||'
+  's|    atomicMin(refusal, lowest);||'
 cuda_mutant paging cuda-refused-lane-written-as-minus-one impl/cuda/paging_lanes.cuh \
   's|                       : KeepRefused \&\& taken \&\& !good ? j\[base + u\]\[e\]|                       : false ? j[base + u][e]|'
 cuda_mutant paging cuda-pass-skips-a-block impl/cuda/paging.cu \
