@@ -293,17 +293,15 @@ static_assert(sizeof(Launch) +
                   sizeof(DecodeRequests<compress_tables::kDecodeLaunchCapacities.back()>) <=
               kKernelCarriedBytes);
 
-// Requests [first, last) as one part, launched after `after_a_part` and before
-// `before_a_part`.
+// Requests [first, last) as one part, `before_a_part` if another follows.
 template <std::size_t N>
 cudaError_t queue_decode_part(const Launch& c, std::span<const CompressRequest> requests,
                               std::span<const std::size_t> token_offset, std::size_t first,
-                              std::size_t last, std::size_t end_token, bool after_a_part,
-                              bool before_a_part, Stream stream) {
+                              std::size_t last, std::size_t end_token, bool before_a_part,
+                              Stream stream) {
   DecodeRequests<N> part;
   part.count = last - first;
   part.first_token = token_offset[first];
-  part.after_a_part = after_a_part;
   part.before_a_part = before_a_part;
   for (std::size_t i = first; i < last; ++i)
     part.entry[i - first] = {requests[i].start, requests[i].state_slot,
@@ -325,11 +323,11 @@ cudaError_t queue_decode_parts(const Launch& c, std::span<const CompressRequest>
                                std::span<const std::size_t> token_offset, Stream stream) {
   const std::size_t n = requests.size(), parts = (n + N - 1) / N;
   const auto end_of = [&](std::size_t i) { return i < n ? token_offset[i] : c.tokens; };
-  for (std::size_t k = 0, first = 0; first < n; ++k) {
+  for (std::size_t first = 0; first < n;) {
     std::size_t last = std::min(n, first + (n + parts - 1) / parts);
     while (last > first + 1 && end_of(last) - token_offset[first] > 0x7fffffffu) --last;
     if (cudaError_t e = queue_decode_part<N>(c, requests, token_offset, first, last, end_of(last),
-                                             k > 0, last < n, stream))
+                                             last < n, stream))
       return e;
     first = last;
   }

@@ -1,5 +1,5 @@
 // The kernels of a CUDA compression call, queued from its plan (impl/cuda/compress.cu
-// plans, uploads the table and reads the verdict). Each step reads its inputs once,
+// plans, hands over the requests and reads the verdict). Each step reads its inputs once,
 // in one pass that writes the caller's rows and the ring as it goes and reports
 // every NaN/inf it reads into the verdict word; a refused call's outputs are then
 // unspecified and its ring differs only where model::entries_a_refusal_may_change
