@@ -89,6 +89,26 @@ TEST_P(CompressCuda, every_table_length_equals_the_cpu) {
   expect_at(2 * tables::kDecodeLaunchCapacities.back() + 1, true);
 }
 
+// A decode in three parts (equal request counts, docs/compress.md) whose first two
+// and last two requests each have no tokens, and whose middle part has none at all:
+// a part that starts or ends on empty requests, and a launch with nothing to do
+// between two that write, equal the CPU.
+TEST_P(CompressCuda, a_decode_in_parts_with_empty_requests_equals_the_cpu) {
+  const std::size_t count = 2 * cuda::compress_tables::kDecodeLaunchCapacities.back() + 1;
+  const std::size_t per = (count + 2) / 3;  // each part's requests
+  std::vector<CompressRequest> requests;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t from_edge = std::min(i % per, per - 1 - i % per);
+    const bool empty = i / per == 1 || from_edge < 2;
+    requests.push_back(
+        {std::int32_t(i), std::int64_t(1001 + i % 3), empty ? 0 : std::int32_t(1 + i % 6)});
+  }
+  std::mt19937 rng(47);
+  std::normal_distribution<float> normal;
+  expect_the_cpu_s(props::make_step(requests, {2, 4, 7, count}, true, [&] { return normal(rng); }),
+                   "three parts, the middle one empty");
+}
+
 // Prefill at serving sizes, D 512, r 2, ring 7: 64 requests x 512 tokens from an odd
 // start (16384 rows; each chunk's last positions wrap onto the entry of its pending
 // input, position 0, which a refused call must keep) and 72 x 1024 (36864 rows, 288
