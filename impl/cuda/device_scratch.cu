@@ -27,7 +27,7 @@ struct Scratch {
 // Calls take the slots in turn, so the host prepares a call while the device still
 // runs the previous one (with one slot it waited for that call to finish reading).
 constexpr std::size_t kScratchSlots = 2;
-// Streams a captured call's table pieces fan out over (a 4096-request decode table has five).
+// Streams a captured call's table pieces fan out over (a 4096-request prefill table has five).
 constexpr std::size_t kFanStreams = 4;
 struct ScratchRing {
   Scratch slots[kScratchSlots];
@@ -118,7 +118,7 @@ int make_fan(ScratchRing* ring) {
 
 // `bytes` from `host` into `device` by kernels. With `fan` (a captured call) the pieces after the
 // first go on its fan streams, so the graph runs them side by side (one after another, a
-// 4096-request decode table's five pieces would add up in each replay); `stream`
+// 4096-request prefill table's five pieces would add up in each replay); `stream`
 // then waits for all of them.
 template <std::size_t Words>
 int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
