@@ -89,6 +89,19 @@ TEST_P(CompressCuda, every_table_length_equals_the_cpu) {
   expect_at(2 * tables::kDecodeLaunchCapacities.back() + 1, true);
 }
 
+// A prefill whose first request starts on a group's boundary (no pending input)
+// and whose every second one starts inside a group, its chunk's last positions
+// wrapping onto its pending input's entry (start 1001, entry of 1000 = that of
+// 1014): the second kernel is queued for the later requests' sake.
+TEST_P(CompressCuda, a_prefill_with_pending_inputs_past_its_first_request_equals_the_cpu) {
+  std::vector<CompressRequest> requests;
+  for (std::int32_t i = 0; i < 8; ++i) requests.push_back({i, 1000 + i % 2, 16});
+  std::mt19937 rng(53);
+  std::normal_distribution<float> normal;
+  expect_the_cpu_s(props::make_step(requests, {2, 8, 7, 8}, false, [&] { return normal(rng); }),
+                   "starts 1000 and 1001 alternating");
+}
+
 // A decode in three parts (equal request counts, docs/compress.md) whose first two
 // and last two requests each have no tokens, and whose middle part has none at all:
 // a part that starts or ends on empty requests, and a launch with nothing to do

@@ -271,7 +271,8 @@ unsigned resident_grid(std::size_t warps) {
 }
 }  // namespace
 
-cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream) {
+cudaError_t queue_prefill(const Launch& c, const Requests& table, bool pending_inputs,
+                          Stream stream) {
   cudaError_t e = cudaSuccess;
   with_ratio(c.ratio_path, [&](auto r) {
     // the rows' warps, or the ring's pieces where they are more
@@ -282,7 +283,7 @@ cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream)
                    dim3(resident_grid<prefill_rows<r()>>(std::max(c.rows, ring_items))),
                    int(32 * kWarpsPerBlock), 0, stream, c, table);
   });
-  if (e == cudaSuccess)
+  if (e == cudaSuccess && pending_inputs)
     e = overlapped(keep_deferred_positions, dim3(unsigned(std::min<std::size_t>(table.count, 64))),
                    int(32 * kWarpsPerBlock), 0, stream, c, table);
   return e;

@@ -30,7 +30,10 @@ struct Launch {
   bool vector = false;                    // D % 4 == 0 and projected, ring 16-byte aligned
 };
 
-cudaError_t queue_prefill(const Launch& launch, const Requests& table, Stream stream);
+// `pending_inputs`: some request starts inside a group (start mod r != 0), so
+// writes wait for the verdict in a second kernel.
+cudaError_t queue_prefill(const Launch& launch, const Requests& table, bool pending_inputs,
+                          Stream stream);
 // The step's requests and their first tokens (the plan's) go into the launches' own
 // parameters (DecodeRequests).
 cudaError_t queue_decode(const Launch& launch, std::span<const CompressRequest> requests,

@@ -116,3 +116,6 @@ cuda_mutant compress cuda-decode-parts-skip-a-request impl/cuda/compress_kernels
 # a table in the parameters searched past the request that holds the token
 cuda_mutant compress cuda-parameter-search-overshoots impl/cuda/compress_table.cuh \
   's|    (std::size_t(offset(requests\[mid\])) <= x ? lo : hi) = mid;|    (std::size_t(offset(requests[mid])) <= x + 1 ? lo : hi) = mid;|'
+# prefill's second kernel queued only when its first request starts inside a group
+cuda_mutant compress cuda-pending-inputs-of-the-first-request-only impl/cuda/compress.cu \
+  's|      requests.begin(), requests.end(), \[\&\](const auto\& q) { return q.start % shape.ratio != 0; });|      requests.begin(), requests.begin() + 1, [\&](const auto\& q) { return q.start % shape.ratio != 0; });|'
