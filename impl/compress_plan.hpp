@@ -21,6 +21,7 @@ enum class Step { Prefill, Decode };
 struct CompressPlan {
   std::vector<std::size_t> token_offset, row_offset;  // per request
   std::size_t tokens = 0, rows = 0;
+  std::int32_t most_tokens = 0;  // the batch's longest step
 };
 
 // Rows of a prefill request: max(1, nc); of a decode request: one per position.
@@ -47,9 +48,8 @@ inline std::variant<CompressPlan, CompressError> plan_call(
   std::vector<unsigned char> used(shape.state_slots,
                                   0);  // bytes: a call's planning is on every call's path
   CompressPlan plan;
-  plan.token_offset.reserve(requests.size());
-  plan.row_offset.reserve(requests.size());
-  std::int64_t qmax = 0;
+  plan.token_offset.resize(requests.size());
+  plan.row_offset.resize(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const CompressRequest& q = requests[i];
     if (q.state_slot < 0 || std::size_t(q.state_slot) >= shape.state_slots ||
@@ -57,11 +57,11 @@ inline std::variant<CompressPlan, CompressError> plan_call(
         q.start + q.tokens > INT32_MAX)
       return ce::BadRequest{i};
     used[std::size_t(q.state_slot)] = 1;
-    plan.token_offset.push_back(plan.tokens);
-    plan.row_offset.push_back(plan.rows);
+    plan.token_offset[i] = plan.tokens;
+    plan.row_offset[i] = plan.rows;
     plan.tokens += std::size_t(q.tokens);
     plan.rows += output_rows(q, shape.ratio, step);
-    qmax = std::max<std::int64_t>(qmax, q.tokens);
+    plan.most_tokens = std::max(plan.most_tokens, q.tokens);
   }
   const std::size_t width = 2 * shape.dim;
   if (projected != plan.tokens * width) return ce::ShapeMismatch{plan.tokens * width, projected};
@@ -70,7 +70,7 @@ inline std::variant<CompressPlan, CompressError> plan_call(
   if (rows != plan.rows * shape.dim) return ce::ShapeMismatch{plan.rows * shape.dim, rows};
   if (row_index != plan.rows) return ce::ShapeMismatch{plan.rows, row_index};
   if (positions != plan.rows) return ce::ShapeMismatch{plan.rows, positions};
-  const std::int64_t needed = ring_needed(shape.ratio, qmax, step == Step::Decode);
+  const std::int64_t needed = ring_needed(shape.ratio, plan.most_tokens, step == Step::Decode);
   if (std::int64_t(shape.ring) < needed) return ce::RingTooSmall{shape.ring, needed};
   return plan;
 }

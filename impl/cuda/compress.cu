@@ -31,7 +31,7 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
            Stream stream) {
   if (plan.rows == 0) return 0;  // a decode of no tokens: nothing read, nothing written
   ck::Launch c{};
-  for (const CompressRequest& q : requests) c.most_tokens = std::max(c.most_tokens, q.tokens);
+  c.most_tokens = plan.most_tokens;
   c.rows = plan.rows;
   c.tokens = plan.tokens;
   c.projected = projected.data();
