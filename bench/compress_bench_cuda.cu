@@ -160,15 +160,7 @@ int main(int argc, char** argv) {
         std::exit(1);
     };
     const float t_queued = median_us(stream, [&] { queue_on(stream); });
-    // The host's time to enqueue one such call: at or above t_queued, the queued
-    // figure measures the host, not the device.
-    check(cudaStreamSynchronize(stream), "sync");
-    const auto e0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 20; ++i) queue_on(stream);
-    const double t_enqueue =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - e0).count() /
-        20;
-    check(cudaStreamSynchronize(stream), "sync");
+    const double t_enqueue = enqueue_us(stream, [&] { queue_on(stream); });
     // The same call captured in a CUDA graph (SPEC section 4: small launches are
     // launch-bound): what the device spends without the host's launches.
     const float t_graph = graph_us(

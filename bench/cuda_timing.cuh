@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -52,6 +53,18 @@ inline float median_us(cudaStream_t stream, const std::function<void()>& fn, int
   cudaEventDestroy(b);
   std::nth_element(t.begin(), t.begin() + kReps / 2, t.end());
   return t[kReps / 2];
+}
+
+// The host's time to enqueue one call of fn on `stream`, in microseconds (20 calls
+// after the stream drains; the stream drained again after): where it reaches
+// median_us's figure for the same calls, that figure measures the host.
+inline double enqueue_us(cudaStream_t stream, const std::function<void()>& fn) {
+  check(cudaStreamSynchronize(stream), "sync");
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) fn();
+  const auto t1 = std::chrono::steady_clock::now();
+  check(cudaStreamSynchronize(stream), "sync");
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / 20;
 }
 
 // Median per-launch time of a graph of `calls` (at least kGraphBatch) launches of

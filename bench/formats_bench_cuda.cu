@@ -44,13 +44,14 @@ struct Set {
 };
 
 // One call's four timings and its verdict on the bar.
-void report(const char* what, double bytes, float waiting, float queued, float graph, float copy,
-            float empty) {
+void report(const char* what, double bytes, float waiting, float queued, double enqueue,
+            float graph, float copy, float empty) {
   const double copy_bw = bytes / copy;
   std::printf(
-      "  %s: %.1f MB; waiting %.1f us, queued %.1f us (%.2f of copy), graph %.1f us (%.2f); copy "
-      "%.1f us (%.2f TB/s); %s; empty-kernel graph %.1f us\n",
-      what, bytes / 1e6, waiting, queued, copy / queued, graph, copy / graph, copy, copy_bw / 1e6,
+      "  %s: %.1f MB; waiting %.1f us, queued %.1f us (%.2f of copy; host enqueue %.1f us), graph "
+      "%.1f us (%.2f); copy %.1f us (%.2f TB/s); %s; empty-kernel graph %.1f us\n",
+      what, bytes / 1e6, waiting, queued, copy / queued, enqueue, graph, copy / graph, copy,
+      copy_bw / 1e6,
       copy < 10                                     ? "launch-bound, no ratio bar"
       : copy / queued >= 0.8 && copy / graph >= 0.8 ? "bar (0.80 queued and in a graph) met"
                                                     : "bar (0.80 queued and in a graph) NOT met",
@@ -127,6 +128,7 @@ bool run(CacheFormat format, std::size_t dim, std::size_t rows, cudaStream_t str
          median_us(
              stream, [&] { must(store(next(), nullptr)); }, 1),
          median_us(stream, [&] { must(store(next(), verdict)); }),
+         enqueue_us(stream, [&] { must(store(next(), verdict)); }),
          graph_us(
              stream, [&] { must(store(next(), verdict)); }, sets.size()),
          copy(store_bytes), empty);
@@ -134,6 +136,7 @@ bool run(CacheFormat format, std::size_t dim, std::size_t rows, cudaStream_t str
          median_us(
              stream, [&] { must(gather(next(), nullptr)); }, 1),
          median_us(stream, [&] { must(gather(next(), verdict)); }),
+         enqueue_us(stream, [&] { must(gather(next(), verdict)); }),
          graph_us(
              stream, [&] { must(gather(next(), verdict)); }, sets.size()),
          copy(gather_bytes), empty);

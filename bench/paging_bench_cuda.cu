@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
     const float t_slots = median_us(
         stream, [&] { (void)call(next_set()); }, 1);
     const float t_queued = median_us(stream, enqueue);
+    const double t_enqueue = enqueue_us(stream, enqueue);
     // A cooperative launch (the one-pass kernel) may not be capturable: try once.
     bool capturable = false;
     {
@@ -214,9 +215,9 @@ int main(int argc, char** argv) {
         stream, [&] { unchecked_on(next_set()); }, sets.size());
     std::printf(
         "slots %zu x %zu (%.1f MiB, %.1f MiB of table entries, %zu input sets): device copy %.1f "
-        "us (%.2f TB/s)\n",
+        "us (%.2f TB/s); host enqueue of a queued call %.1f us\n",
         requests, k, lanes * 4 / 1048576.0, entries.size() * 4 / 1048576.0, sets.size(), t_copy,
-        copy_bw);
+        copy_bw, t_enqueue);
     for (const auto& [name, t] : {std::pair{"waiting", t_slots},
                                   {"queued", t_queued},
                                   {"graph", t_graph},
