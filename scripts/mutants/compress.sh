@@ -58,7 +58,8 @@ mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
 # waiting for the pieces on other streams); a table of 8 or 16 KiB stored short of
 # its last 16 bytes; the streamed pair rows reading the stage after their own or
 # skipping a row's last chunk; decode leaving a position whose group completes just
-# past the step out of the ring; the warp's table search overshooting; the bits the top-k's
+# past the step out of the ring; the warp's table search overshooting; prefill's second
+# kernel queued only for its first request's pending input; the bits the top-k's
 # index sort covers, an index read off its bitmap, a gathered score read again one
 # place off, the K-th's bucket (or its split by the next bits) taken whole, a warp's
 # appends one place off, rows left to the one-block method not counted, a queued
