@@ -122,15 +122,19 @@ int verdict_slot(Verdict& verdict) {
 
 namespace {
 // A kernel, not a memset: a call's first kernel, launched `overlapped` behind it,
-// starts while it runs (it waits for it before its first report).
+// starts while it runs (it waits for it before its first report). The reset is
+// itself launched `overlapped`: it may be resident before the kernel ahead of it
+// ends, and it lets the next start only once that kernel has finished, as a
+// stream-ordered launch would.
 __global__ void reset_whole_verdict(DeviceVerdict* verdict) {
+  wait_for_previous_kernel();
   let_next_kernel_start();
   *verdict = DeviceVerdict{kNoRefusal, {-1, -1}};
 }
 }  // namespace
 
 int reset_verdict(DeviceVerdict* verdict, Stream stream) {
-  reset_whole_verdict<<<1, 1, 0, stream>>>(verdict);
+  if (cudaError_t e = overlapped(reset_whole_verdict, dim3(1), 1, 0, stream, verdict)) return e;
   return cudaGetLastError();
 }
 

@@ -83,7 +83,7 @@ cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress_kernels.cu \
 cuda_mutant compress cuda-ring-entry-one-position-off impl/cuda/compress_table.cuh \
   's|  return ring_entry_offset(q.slot, p, g.ring, g.width);|  return ring_entry_offset(q.slot, p + 1, g.ring, g.width);|'
 cuda_mutant compress cuda-verdict-not-reset impl/cuda/device.cu \
-  's|  reset_whole_verdict<<<1, 1, 0, stream>>>(verdict);||'
+  's|  if (cudaError_t e = overlapped(reset_whole_verdict, dim3(1), 1, 0, stream, verdict)) return e;||'
 cuda_mutant compress cuda-search-overshoots-a-request-start impl/cuda/compress_table.cuh \
   's|std::size_t(offset(requests\[probe(lane)\])) <= x;|std::size_t(offset(requests[probe(lane)])) <= x + 1;|'
 cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device_scratch.cu \
