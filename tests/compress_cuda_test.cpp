@@ -228,7 +228,9 @@ INSTANTIATE_TEST_SUITE_P(EveryLaunch, CompressCuda,
 // Queued calls back to back on one stream, no wait between them (the host fills
 // one scratch buffer while the device still reads the other): three prefill chunks
 // and two decode steps over 100 requests on one ring, each into its own outputs,
-// equal to the same calls on the CPU.
+// equal to the same calls on the CPU. Then the same calls captured in one graph
+// behind a memset node and replayed: each call's reset follows a kernel of the
+// call before it, or the memset, and must wait for it.
 TEST(CompressCudaQueue, calls_back_to_back_equal_the_cpu) {
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
   const CompressShape shape{2, 64, 7, 100};
@@ -254,38 +256,57 @@ TEST(CompressCudaQueue, calls_back_to_back_equal_the_cpu) {
     want.push_back(props::on_cpu(step));
     ASSERT_TRUE(want.back().status.ok());
   }
-  props::DeviceBuffer<float> ring{std::span<const float>(ring0)};
-  props::DeviceBuffer<cuda::DeviceVerdict> verdicts{
-      std::vector<cuda::DeviceVerdict>(std::size(calls))};
-  std::vector<std::unique_ptr<props::DeviceBuffer<float>>> inputs;
-  std::vector<std::unique_ptr<props::DeviceBuffer<std::uint16_t>>> rows;
-  std::vector<std::unique_ptr<props::DeviceBuffer<std::int32_t>>> index, positions;
-  for (std::size_t c = 0; c < want.size(); ++c) {
-    const props::Step& w = want[c];
-    inputs.push_back(
-        std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(w.projected)));
-    rows.push_back(std::make_unique<props::DeviceBuffer<std::uint16_t>>(
-        std::vector<std::uint16_t>(w.rows.size())));
-    index.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(
-        std::vector<std::int32_t>(w.index.size())));
-    positions.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(
-        std::vector<std::int32_t>(w.positions.size())));
-    const auto queue = w.decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
-    ASSERT_TRUE(queue(w.requests, inputs.back()->span(), ring.span(), shape, rows.back()->span(),
-                      index.back()->span(), positions.back()->span(), verdicts.span().data() + c,
-                      nullptr)
-                    .ok());
-  }
-  std::vector<cuda::DeviceVerdict> verdict(std::size(calls));
-  verdicts.download(verdict);
-  std::vector<float> ring_back(want.back().ring.size());
-  ring.download(ring_back);
-  EXPECT_EQ(props::ring_report(want.back().ring, ring_back, shape), "");
-  for (std::size_t c = 0; c < want.size(); ++c) {
-    EXPECT_TRUE(cuda::compress_verdict(verdict[c]).ok()) << "call " << c;
-    std::vector<std::uint16_t> got(want[c].rows.size());
-    rows[c]->download(got);
-    EXPECT_TRUE(got == want[c].rows) << "call " << c;
+  for (const bool captured : {false, true}) {
+    const std::string mode = captured ? "captured" : "queued";
+    props::DeviceBuffer<float> ring{std::span<const float>(ring0)};
+    props::DeviceBuffer<cuda::DeviceVerdict> verdicts{
+        std::vector<cuda::DeviceVerdict>(std::size(calls))};
+    std::vector<std::unique_ptr<props::DeviceBuffer<float>>> inputs;
+    std::vector<std::unique_ptr<props::DeviceBuffer<std::uint16_t>>> rows;
+    std::vector<std::unique_ptr<props::DeviceBuffer<std::int32_t>>> index, positions;
+    for (const props::Step& w : want) {
+      inputs.push_back(
+          std::make_unique<props::DeviceBuffer<float>>(std::span<const float>(w.projected)));
+      rows.push_back(std::make_unique<props::DeviceBuffer<std::uint16_t>>(
+          std::vector<std::uint16_t>(w.rows.size())));
+      index.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(
+          std::vector<std::int32_t>(w.index.size())));
+      positions.push_back(std::make_unique<props::DeviceBuffer<std::int32_t>>(
+          std::vector<std::int32_t>(w.positions.size())));
+    }
+    const auto queue_all = [&](cudaStream_t stream) {
+      for (std::size_t c = 0; c < want.size(); ++c) {
+        const props::Step& w = want[c];
+        const auto queue =
+            w.decode ? cuda::enqueue_compress_decode : cuda::enqueue_compress_prefill;
+        if (!queue(w.requests, inputs[c]->span(), ring.span(), shape, rows[c]->span(),
+                   index[c]->span(), positions[c]->span(), verdicts.span().data() + c, stream)
+                 .ok())
+          return false;
+      }
+      return true;
+    };
+    if (captured) {
+      props::Graph graph([&](cudaStream_t stream) {
+        return cudaMemsetAsync(rows[0]->span().data(), 0, 2, stream) == cudaSuccess &&
+               queue_all(stream);
+      });
+      ASSERT_TRUE(graph.ok());
+      ASSERT_TRUE(graph.replay());
+    } else {
+      ASSERT_TRUE(queue_all(nullptr));
+    }
+    std::vector<cuda::DeviceVerdict> verdict(std::size(calls));
+    verdicts.download(verdict);
+    std::vector<float> ring_back(want.back().ring.size());
+    ring.download(ring_back);
+    EXPECT_EQ(props::ring_report(want.back().ring, ring_back, shape), "") << mode;
+    for (std::size_t c = 0; c < want.size(); ++c) {
+      EXPECT_TRUE(cuda::compress_verdict(verdict[c]).ok()) << mode << ", call " << c;
+      std::vector<std::uint16_t> got(want[c].rows.size());
+      rows[c]->download(got);
+      EXPECT_TRUE(got == want[c].rows) << mode << ", call " << c;
+    }
   }
 }
 
