@@ -23,6 +23,17 @@ cuda::device_span<T> on_device(T* p, std::size_t n) {
 
 inline constexpr int kReps = 21, kBatch = 10, kGraphBatch = 20;
 
+// Back-to-back launches an event pair times: kBatch, or AETHER_BENCH_BATCH (a
+// diagnostic: a longer batch spreads the first launch's host latency thinner).
+inline int back_to_back_batch() {
+  static const int batch = [] {
+    const char* v = std::getenv("AETHER_BENCH_BATCH");
+    const int n = v != nullptr ? std::atoi(v) : 0;
+    return n > 0 ? n : kBatch;
+  }();
+  return batch;
+}
+
 inline void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
@@ -30,10 +41,11 @@ inline void check(cudaError_t e, const char* what) {
   }
 }
 
-// Median over kReps of the per-launch time of kBatch back-to-back launches of
+// Median over kReps of the per-launch time of back_to_back_batch() launches of
 // fn between two events, in microseconds: stream throughput with the host's
 // launch latency overlapped (graph_us below removes the launch gaps too).
-inline float median_us(cudaStream_t stream, const std::function<void()>& fn, int batch = kBatch) {
+inline float median_us(cudaStream_t stream, const std::function<void()>& fn,
+                       int batch = back_to_back_batch()) {
   cudaEvent_t a, b;
   check(cudaEventCreate(&a), "event");
   check(cudaEventCreate(&b), "event");
