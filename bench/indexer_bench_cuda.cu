@@ -190,8 +190,7 @@ int main(int argc, char** argv) {
               [&] { (void)aether::cuda::valid_prefix_topk(scores, s.width, dends, k, out); }, 1) /
           1000;
       // queued, timed like torch.topk: events around the call, no host wait inside;
-      // and back to back, timed the way the read below is (back_to_back_batch() calls per event
-      // pair)
+      // and back to back, timed the way the read below is (median_us's batch)
       const auto queue = [&] {
         if (!aether::cuda::enqueue_valid_prefix_topk(scores, s.width, dends, k, out, d_verdict))
           std::exit(1);

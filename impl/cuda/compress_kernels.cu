@@ -201,8 +201,8 @@ __global__ void keep_deferred_positions(const __grid_constant__ Launch c,
 // spilled both.) One launch a part of the step (DecodeRequests): the parts share
 // no request, so each starts the next at once, and each ends only after the one
 // before it, so the last part's end is the call's. The first part follows the
-// verdict's reset, which starts only once every earlier kernel has finished: it
-// reads at once and waits for the reset only to report (`report`).
+// verdict's reset, which lets it start only once every earlier kernel has
+// finished: it reads at once and waits for the reset only to report (`report`).
 template <int R, std::size_t N>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kDecodeBlocksPerSm)
     decode_rows(const __grid_constant__ Launch c, const __grid_constant__ DecodeRequests<N> part) {

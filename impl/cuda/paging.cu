@@ -133,8 +133,8 @@ cudaError_t launch(const std::int32_t* rows, const std::int32_t* valid_counts,
     kernel<<<blocks, kThreads, 0, stream>>>(rows, valid_counts, tables, g, refusal, out);
     return cudaGetLastError();
   }
-  // behind the verdict's reset, which starts once every earlier kernel has finished:
-  // the checked pass reads at once and waits for the reset only to report
+  // behind the verdict's reset, which lets it start once every earlier kernel has
+  // finished: the checked pass reads at once and waits for the reset only to report
   if (cudaError_t e = overlapped(kernel, dim3(blocks), kThreads, 0, stream, rows, valid_counts,
                                  tables, g, refusal, out);
       e != cudaSuccess)
