@@ -9,7 +9,9 @@
 #include <cmath>
 #include <limits>
 
+#include "impl/cuda/formats.hpp"
 #include "model/formats.hpp"
+#include "props/support/device_buffer.hpp"
 #include "props/support/formats_backends.hpp"
 #include "props/support/property.hpp"
 
@@ -149,6 +151,30 @@ TEST_P(FormatsCuda, refused_stores_change_only_their_own_slots) {
   EXPECT_EQ(props::cuda_store_rows(c, cache, GetParam()).error(),
             (FormatsError{fe::ShapeMismatch{32, 40}}));
   EXPECT_EQ(props::cache_report(g, c.before, cache), "");  // the cache is g's
+}
+
+// Rows not on a 16-byte boundary (the store reads 16-byte words): refused before
+// anything is queued, the cache as it was.
+TEST_P(FormatsCuda, rows_off_a_16_byte_boundary_are_refused_untouched) {
+  for (const auto format : {CacheFormat::MainFp8, CacheFormat::IndexFp4}) {
+    const CacheGeometry g{format, 32, 4, 2};
+    const std::vector<std::byte> before(g.bytes(), std::byte{0x5a});
+    props::DeviceBuffer<float> rows{std::span<const float>(F(33, 1.0f))};
+    props::DeviceBuffer<std::int32_t> slots{std::span<const std::int32_t>(std::vector{0})};
+    props::DeviceBuffer<std::byte> cache{std::span<const std::byte>(before)};
+    props::DeviceBuffer<cuda::DeviceVerdict> verdict{
+        std::span<const cuda::DeviceVerdict>(std::vector<cuda::DeviceVerdict>(1))};
+    const auto off = rows.span().subspan(1);
+    const FormatsError misaligned = fe::DeviceFailure{int(cudaErrorMisalignedAddress)};
+    const auto st =
+        GetParam() == Mode::Waiting
+            ? cuda::store_rows(g, off, slots.span(), cache.span())
+            : cuda::enqueue_store_rows(g, off, slots.span(), cache.span(), verdict.span().data());
+    EXPECT_EQ(st.ok() ? FormatsError{} : st.error(), misaligned);
+    std::vector<std::byte> after(g.bytes());
+    cache.download(after);
+    EXPECT_EQ(props::cache_report(g, before, after), "");
+  }
 }
 
 // The read side's refusals: a slot outside the cache (by row) before a never-stored

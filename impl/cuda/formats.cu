@@ -128,11 +128,16 @@ cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache, const s
   return overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
 }
 
-Status<FormatsError> check_store(const CacheGeometry& cache, std::size_t rows, std::size_t slots,
-                                 std::size_t cache_bytes) {
+// The store reads its rows in 16-byte words (cudaMalloc's buffers start at 256):
+// rows from elsewhere are refused before anything is queued.
+Status<FormatsError> check_store(const CacheGeometry& cache, device_span<const float> rows,
+                                 std::size_t slots, std::size_t cache_bytes) {
   if (auto st = formats_codes::check_geometry(cache, cache_bytes); !st.ok()) return st;
-  if (rows % cache.dim != 0) return fe::ShapeMismatch{rows / cache.dim * cache.dim, rows};
-  if (slots != rows / cache.dim) return fe::ShapeMismatch{rows / cache.dim, slots};
+  const std::size_t n = rows.size();
+  if (n % cache.dim != 0) return fe::ShapeMismatch{n / cache.dim * cache.dim, n};
+  if (slots != n / cache.dim) return fe::ShapeMismatch{n / cache.dim, slots};
+  if (reinterpret_cast<std::uintptr_t>(rows.data()) % 16 != 0)
+    return fe::DeviceFailure{int(cudaErrorMisalignedAddress)};
   return Ok{};
 }
 
@@ -166,8 +171,7 @@ Status<FormatsError> enqueue_store_rows(const CacheGeometry& cache, device_span<
                                         device_span<const std::int32_t> slots,
                                         device_span<std::byte> cache_bytes, DeviceVerdict* verdict,
                                         RoundingProfile profile, Stream stream) {
-  if (auto st = check_store(cache, rows.size(), slots.size(), cache_bytes.size()); !st.ok())
-    return st;
+  if (auto st = check_store(cache, rows, slots.size(), cache_bytes.size()); !st.ok()) return st;
   if (int e = reset_verdict(verdict, stream)) return fe::DeviceFailure{e};
   if (slots.empty()) return Ok{};
   if (cudaError_t e = queue_store(cache, rows.data(), slots.data(), slots.size(),
@@ -181,8 +185,7 @@ Status<FormatsError> store_rows(const CacheGeometry& cache, device_span<const fl
                                 device_span<const std::int32_t> slots,
                                 device_span<std::byte> cache_bytes, RoundingProfile profile,
                                 Stream stream) {
-  if (auto st = check_store(cache, rows.size(), slots.size(), cache_bytes.size()); !st.ok())
-    return st;
+  if (auto st = check_store(cache, rows, slots.size(), cache_bytes.size()); !st.ok()) return st;
   if (slots.empty()) return Ok{};
   return wait_for(stream, [&](DeviceVerdict* v) {
     return queue_store(cache, rows.data(), slots.data(), slots.size(), cache_bytes.data(), profile,
