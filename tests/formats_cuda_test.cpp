@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "impl/cpu/formats.hpp"
 #include "impl/cuda/formats.hpp"
 #include "model/formats.hpp"
 #include "props/support/device_buffer.hpp"
@@ -85,6 +86,45 @@ TEST_P(FormatsCuda, rows_past_a_chunk_are_stored_and_read_whole) {
   }
 }
 
+// IndexFp4 calls of more rows than the device's warps hold at once in batches of
+// 32 (the H200 holds 4224 of the store's warps: 135,168 rows), so each warp takes
+// two or three batches and its fetch runs ahead across them: at D 96 items (512 values) end
+// inside rows, at D 128 each holds four. Every byte as the CPU writes it
+// (tests/formats_test.cpp ties the CPU to the model), placeholders among the
+// slots; then the same rows refused for a slot given twice, one outside the cache
+// and a NaN, each late in the call.
+TEST_P(FormatsCuda, index_stores_of_many_batches_a_warp_equal_the_cpu) {
+  for (const std::size_t dim : {96, 128}) {
+    const std::size_t n = 300000;
+    const CacheGeometry g{CacheFormat::IndexFp4, dim, 48, 6300};  // 48: not a power of two
+    F rows(n * dim);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      rows[i] = float(int((i * 2654435761u) % 97) - 48) / float(1 + i % 7);
+    std::vector<std::int32_t> slots(n);
+    for (std::size_t j = 0; j < n; ++j)
+      slots[j] = j % 13 == 5 ? -1 : std::int32_t((j * 40507) % g.slots());  // distinct
+    std::vector<std::byte> want(g.bytes(), std::byte{0x5a});
+    ASSERT_TRUE(cpu::store_rows(g, rows, slots, want, RoundingProfile::Cuda).ok());
+    EXPECT_EQ(props::cache_report(g, want, stored(g, rows, slots)), "") << "D " << dim;
+    const auto refused = [&](const F& r, const std::vector<std::int32_t>& s) {
+      std::vector<std::byte> cache, cpu_cache(g.bytes(), std::byte{0x5a});
+      const auto got = store(g, r, s, cache);
+      const auto want = cpu::store_rows(g, r, s, cpu_cache, RoundingProfile::Cuda);
+      ASSERT_FALSE(want.ok());
+      EXPECT_EQ(got.ok() ? FormatsError{} : got.error(), want.error()) << "D " << dim;
+    };
+    auto twice = slots;
+    twice[n - 3] = twice[n - 900];
+    refused(rows, twice);
+    auto outside = slots;
+    outside[n - 2] = std::int32_t(g.slots());
+    refused(rows, outside);
+    F nan = rows;
+    nan[(n - 7) * dim + dim - 1] = std::numeric_limits<float>::quiet_NaN();
+    refused(nan, slots);
+  }
+}
+
 // E4M3 and E2M1 boundaries as the store writes them (scale 1: amax the largest value).
 TEST_P(FormatsCuda, boundary_values_and_ties_are_stored_as_the_model_encodes_them) {
   const CacheGeometry fp8{CacheFormat::MainFp8, 32, 1, 1};
@@ -117,40 +157,44 @@ TEST_P(FormatsCuda, boundary_values_and_ties_are_stored_as_the_model_encodes_the
 }
 
 // The model's first refusal; the rows outside the call's slots untouched (a slot
-// outside the cache is never written), a placeholder's NaN never read.
+// outside the cache is never written), a placeholder's NaN never read; with
+// IndexFp4's sections as with MainFp8's rows.
 TEST_P(FormatsCuda, refused_stores_change_only_their_own_slots) {
-  const CacheGeometry g{CacheFormat::MainFp8, 32, 4, 2};
-  const auto refused = [&](const F& rows, const std::vector<std::int32_t>& slots) {
+  for (const auto format : {CacheFormat::MainFp8, CacheFormat::IndexFp4}) {
+    SCOPED_TRACE(format == CacheFormat::MainFp8 ? "MainFp8" : "IndexFp4");
+    const CacheGeometry g{format, 32, 4, 2};
+    const auto refused = [&](const F& rows, const std::vector<std::int32_t>& slots) {
+      std::vector<std::byte> cache;
+      const auto st = store(g, rows, slots, cache);
+      EXPECT_EQ(props::cache_report(g, std::vector<std::byte>(g.bytes(), std::byte{0x5a}), cache,
+                                    props::bytes_a_refused_store_may_change(g, slots)),
+                "");
+      return st.ok() ? FormatsError{} : st.error();
+    };
+    F two(64, 1.0f);
+    EXPECT_EQ(refused(two, {0, 8}), (FormatsError{fe::BadSlot{1, 8}}));
+    EXPECT_EQ(refused(two, {3, 3}), (FormatsError{fe::BadSlot{1, 3}}));
+    EXPECT_EQ(refused(two, {-2, 3}), (FormatsError{fe::BadSlot{0, -2}}));
+    F three(96, 1.0f);
+    EXPECT_EQ(refused(three, {5, 2, 5}), (FormatsError{fe::BadSlot{2, 5}}));
+    EXPECT_EQ(refused(three, {2, 9, 2}), (FormatsError{fe::BadSlot{1, 9}}));
+    two[40] = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(refused(two, {0, 1}), (FormatsError{fe::NonFiniteInput{40}}));
+    EXPECT_EQ(refused(two, {-1, 1}), (FormatsError{fe::NonFiniteInput{40}}));
+    EXPECT_EQ(refused(two, {1, 1}), (FormatsError{fe::BadSlot{1, 1}}));  // slots first
+    two[40] = 1;
+    two[5] = std::numeric_limits<float>::quiet_NaN();  // a placeholder's: never read
     std::vector<std::byte> cache;
-    const auto st = store(g, rows, slots, cache);
-    EXPECT_EQ(props::cache_report(g, std::vector<std::byte>(g.bytes(), std::byte{0x5a}), cache,
-                                  props::bytes_a_refused_store_may_change(g, slots)),
-              "");
-    return st.ok() ? FormatsError{} : st.error();
-  };
-  F two(64, 1.0f);
-  EXPECT_EQ(refused(two, {0, 8}), (FormatsError{fe::BadSlot{1, 8}}));
-  EXPECT_EQ(refused(two, {3, 3}), (FormatsError{fe::BadSlot{1, 3}}));
-  EXPECT_EQ(refused(two, {-2, 3}), (FormatsError{fe::BadSlot{0, -2}}));
-  F three(96, 1.0f);
-  EXPECT_EQ(refused(three, {5, 2, 5}), (FormatsError{fe::BadSlot{2, 5}}));
-  EXPECT_EQ(refused(three, {2, 9, 2}), (FormatsError{fe::BadSlot{1, 9}}));
-  two[40] = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(refused(two, {0, 1}), (FormatsError{fe::NonFiniteInput{40}}));
-  EXPECT_EQ(refused(two, {-1, 1}), (FormatsError{fe::NonFiniteInput{40}}));
-  EXPECT_EQ(refused(two, {1, 1}), (FormatsError{fe::BadSlot{1, 1}}));  // slots first
-  two[40] = 1;
-  two[5] = std::numeric_limits<float>::quiet_NaN();  // a placeholder's: never read
-  std::vector<std::byte> cache;
-  EXPECT_TRUE(store(g, two, {-1, 2}, cache).ok());
-  // shape refusals: nothing queued, the cache as it was
-  EXPECT_EQ(refused(two, {3}), (FormatsError{fe::ShapeMismatch{2, 1}}));
-  cache.assign(g.bytes(), std::byte{0x5a});
-  const CacheGeometry odd{CacheFormat::MainFp8, 40, 4, 2};
-  const props::StoreCase c{odd, RoundingProfile::Cuda, F(80, 1.0f), {0, 1}, {}, cache};
-  EXPECT_EQ(props::cuda_store_rows(c, cache, GetParam()).error(),
-            (FormatsError{fe::ShapeMismatch{32, 40}}));
-  EXPECT_EQ(props::cache_report(g, c.before, cache), "");  // the cache is g's
+    EXPECT_TRUE(store(g, two, {-1, 2}, cache).ok());
+    // shape refusals: nothing queued, the cache as it was
+    EXPECT_EQ(refused(two, {3}), (FormatsError{fe::ShapeMismatch{2, 1}}));
+    cache.assign(g.bytes(), std::byte{0x5a});
+    const CacheGeometry odd{format, 40, 4, 2};
+    const props::StoreCase c{odd, RoundingProfile::Cuda, F(80, 1.0f), {0, 1}, {}, cache};
+    EXPECT_EQ(props::cuda_store_rows(c, cache, GetParam()).error(),
+              (FormatsError{fe::ShapeMismatch{32, 40}}));
+    EXPECT_EQ(props::cache_report(g, c.before, cache), "");  // the cache is g's
+  }
 }
 
 // Rows not on a 16-byte boundary (the store reads 16-byte words): refused before
