@@ -129,14 +129,15 @@ cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache, const s
 }
 
 // The store reads its rows in 16-byte words (cudaMalloc's buffers start at 256):
-// rows from elsewhere are refused before anything is queued.
+// rows from elsewhere are refused before anything is queued (an empty call reads
+// none).
 Status<FormatsError> check_store(const CacheGeometry& cache, device_span<const float> rows,
                                  std::size_t slots, std::size_t cache_bytes) {
   if (auto st = formats_codes::check_geometry(cache, cache_bytes); !st.ok()) return st;
   const std::size_t n = rows.size();
   if (n % cache.dim != 0) return fe::ShapeMismatch{n / cache.dim * cache.dim, n};
   if (slots != n / cache.dim) return fe::ShapeMismatch{n / cache.dim, slots};
-  if (reinterpret_cast<std::uintptr_t>(rows.data()) % 16 != 0)
+  if (n != 0 && reinterpret_cast<std::uintptr_t>(rows.data()) % 16 != 0)
     return fe::DeviceFailure{int(cudaErrorMisalignedAddress)};
   return Ok{};
 }

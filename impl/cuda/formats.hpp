@@ -18,7 +18,7 @@ namespace aether::cuda {
 // The waiting calls: queued, then the call waits once for its verdict. A store's
 // rows start on a 16-byte boundary (it reads 16-byte words; cudaMalloc's buffers
 // do): others are refused with DeviceFailure{cudaErrorMisalignedAddress}, nothing
-// queued.
+// queued (a store of no rows reads none and is not).
 Status<FormatsError> store_rows(const CacheGeometry& cache, device_span<const float> rows,
                                 device_span<const std::int32_t> slots,
                                 device_span<std::byte> cache_bytes,
