@@ -161,7 +161,7 @@ TEST_P(FormatsCuda, boundary_values_and_ties_are_stored_as_the_model_encodes_the
 // IndexFp4's sections as with MainFp8's rows.
 TEST_P(FormatsCuda, refused_stores_change_only_their_own_slots) {
   for (const auto format : {CacheFormat::MainFp8, CacheFormat::IndexFp4}) {
-    SCOPED_TRACE(format == CacheFormat::MainFp8 ? "MainFp8" : "IndexFp4");
+    SCOPED_TRACE(props::format_name(format));
     const CacheGeometry g{format, 32, 4, 2};
     const auto refused = [&](const F& rows, const std::vector<std::int32_t>& slots) {
       std::vector<std::byte> cache;
@@ -201,6 +201,7 @@ TEST_P(FormatsCuda, refused_stores_change_only_their_own_slots) {
 // anything is queued, the cache as it was; an empty call is not.
 TEST_P(FormatsCuda, rows_off_a_16_byte_boundary_are_refused_untouched) {
   for (const auto format : {CacheFormat::MainFp8, CacheFormat::IndexFp4}) {
+    SCOPED_TRACE(props::format_name(format));
     const CacheGeometry g{format, 32, 4, 2};
     const std::vector<std::byte> before(g.bytes(), std::byte{0x5a});
     props::DeviceBuffer<float> rows{std::span<const float>(F(33, 1.0f))};

@@ -10,12 +10,10 @@ namespace aether::props {
 
 using namespace rc;
 
-namespace {
 const char* format_name(CacheFormat f) {
   static const char* names[] = {"MainFp8", "MainFp4", "IndexFp4", "IndexFp8"};
   return names[int(f)];
 }
-}  // namespace
 
 void showValue(const FormatsCase& c, std::ostream& os) {
   const auto precision = os.precision(9);  // every float's digits

@@ -30,6 +30,9 @@ rc::Gen<FormatsCase> gen_formats_row();
 // not whole groups, or the IndexFp8 format.
 rc::Gen<FormatsCase> gen_faulty_formats_row();
 
+// The format's name as the API spells it (for reports and traces).
+const char* format_name(CacheFormat f);
+
 // A store into a paged cache and reads back: a geometry of 1 to 4 groups a row,
 // 1 to 4 rows a block, 1 to 3 blocks; 0 to 6 rows whose groups have the shapes
 // above (one row in 8 with a NaN or infinity) with slots in [-2, slots]
