@@ -1,7 +1,8 @@
 // CUDA store and read side of the cache formats (impl/cuda/formats.hpp): the host's
 // refusals, then one kernel a call (impl/cuda/formats_store.cuh,
-// impl/cuda/formats_gather.cuh) and, after it, a one-thread kernel that puts a
-// refused row's slot in the verdict for the host.
+// impl/cuda/formats_gather.cuh), the store's behind the kernel that clears its
+// claims' table, and, after it, a one-thread kernel that puts a refused row's slot
+// in the verdict for the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -53,44 +54,57 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
     verdict->detail[0] = slots[refusal & fr::kIndexBits];
 }
 
+// The claims' table set to kUnclaimed by a kernel, not a memset node, so that the
+// store can follow it as a programmatic dependent: the store's blocks fetch their
+// first items and fill their E2M1 tables while it runs, and wait for it only
+// before their first claim (a queued MainFp8 store of 65536 rows at 0.80 of the
+// copy against 0.77 behind a memset, docs/performance.md). Launched `overlapped`
+// itself, it lets the store start only once the kernel ahead of it (the verdict's
+// reset) has finished, as a stream-ordered launch would.
+__global__ void clear_claims(uint4* table, std::size_t words) {
+  wait_for_previous_kernel();
+  let_next_kernel_start();
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride)
+    table[i] = uint4{~0u, ~0u, ~0u, ~0u};
+}
+
 template <CacheFormat F, bool Fast>
-void launch_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
-                  std::size_t n, std::byte* cache, RoundingProfile profile, fr::Claims claims,
-                  DeviceVerdict* verdict, Stream stream) {
+cudaError_t launch_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
+                         std::size_t n, std::byte* cache, RoundingProfile profile,
+                         fr::Claims claims, DeviceVerdict* verdict, Stream stream) {
   const auto kernel = fr::store_rows<F, Fast>;
   // (resident_blocks allows the kernel its stages beside its static shared memory)
   const std::size_t shared = fr::kStoreStageBytes;
   const Grid grid = store_grid(reinterpret_cast<const void*>(kernel), n, shared);
-  kernel<<<grid.blocks, fr::kThreads, shared, stream>>>(
-      rows, slots, n, grid.per_batch, layout_of<F>(g), profile, claims, &verdict->refusal, cache);
+  return overlapped(kernel, dim3(grid.blocks), fr::kThreads, shared, stream, rows, slots, n,
+                    grid.per_batch, layout_of<F>(g), profile, claims, &verdict->refusal, cache);
 }
 
 cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
                         std::size_t n, std::byte* cache, RoundingProfile profile,
                         DeviceVerdict* verdict, Stream stream) {
-  // the claims' table: twice the distinct slots the call can name, rounded up
+  // the claims' table: twice the distinct slots the call can name, rounded up (at
+  // least two entries: a whole 16-byte word)
   const std::size_t names = std::min<std::size_t>(n, g.slots());
   const unsigned bits = std::clamp(unsigned(std::bit_width(2 * names - (names > 0))), 1u, 32u);
-  const std::size_t entries = std::size_t(1) << bits;
+  const std::size_t entries = std::size_t(1) << bits, words = entries / 2;
   void* table = nullptr;
   if (int e = upload_scratch(nullptr, 8 * entries, stream, &table)) return cudaError_t(e);
-  cudaError_t failure = cudaMemsetAsync(table, 0xff, 8 * entries, stream);
+  const auto clear_blocks = unsigned(std::min<std::size_t>((words + 255) / 256, 1024));
+  cudaError_t failure = overlapped(clear_claims, dim3(clear_blocks), 256, 0, stream,
+                                   static_cast<uint4*>(table), words);
   if (failure == cudaSuccess) {
     const fr::Claims claims{static_cast<unsigned long long*>(table), bits};
     // UE8M0 scales under the Cuda profile take the float path (formats_store.cuh)
     const bool fast = profile == RoundingProfile::Cuda;
     using enum CacheFormat;
-    if (g.format == MainFp8)
-      (fast ? launch_store<MainFp8, true> : launch_store<MainFp8, false>)(g, rows, slots, n, cache,
-                                                                          profile, claims, verdict,
-                                                                          stream);
-    else if (g.format == MainFp4)
-      launch_store<MainFp4, false>(g, rows, slots, n, cache, profile, claims, verdict, stream);
-    else
-      (fast ? launch_store<IndexFp4, true> : launch_store<IndexFp4, false>)(g, rows, slots, n,
-                                                                            cache, profile, claims,
-                                                                            verdict, stream);
-    failure = cudaGetLastError();
+    const auto launch = g.format == MainFp8
+                            ? fast ? launch_store<MainFp8, true> : launch_store<MainFp8, false>
+                        : g.format == MainFp4 ? launch_store<MainFp4, false>
+                        : fast                ? launch_store<IndexFp4, true>
+                                              : launch_store<IndexFp4, false>;
+    failure = launch(g, rows, slots, n, cache, profile, claims, verdict, stream);
   }
   if (int e = release_scratch(stream); failure == cudaSuccess && e != 0) return cudaError_t(e);
   if (failure != cudaSuccess) return failure;

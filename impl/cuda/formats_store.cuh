@@ -5,6 +5,7 @@
 #pragma once
 
 #include "impl/cuda/formats_rows.cuh"
+#include "impl/cuda/launch.cuh"
 
 namespace aether::cuda::formats_rows {
 
@@ -251,6 +252,9 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   for (unsigned k = 0; k < stages - 1; ++k) fetch_next();
   if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_codes(e2m1);
   __syncthreads();
+  // the claims' table cleared and the verdict reset: nothing above touches either
+  // (a programmatic dependent of clear_claims, impl/cuda/formats.cu)
+  wait_for_previous_kernel();
   const LaneStep step = lane_step(lay.dim);
   unsigned k = 0;  // items converted
   for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
