@@ -57,8 +57,8 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
 // The claims' table set to kUnclaimed by a kernel, not a memset node, so that the
 // store can follow it as a programmatic dependent: the store's blocks fetch their
 // first items and fill their E2M1 tables while it runs, and wait for it only
-// before their first claim (a queued MainFp8 store of 65536 rows at 0.80 of the
-// copy against 0.77 behind a memset, docs/performance.md). Launched `overlapped`
+// before their first claim (a queued MainFp8 store of 65536 rows at 0.81 of the
+// copy against 0.77-0.78 behind a memset, docs/performance.md). Launched `overlapped`
 // itself, it lets the store start only once the kernel ahead of it (the verdict's
 // reset) has finished, as a stream-ordered launch would.
 __global__ void clear_claims(uint4* table, std::size_t words) {
