@@ -121,24 +121,27 @@ Grid gather_grid(std::size_t dim, std::size_t rows) {
   return grid_of(rows, unsigned(std::clamp<std::size_t>(fr::kChunk / dim, 1, 32)));
 }
 
+// A read side beside the verdict's reset (fr::Layout::read_beside_reset) is its
+// programmatic dependent; the others follow it in stream order.
 template <CacheFormat F>
-void launch_gather(const CacheGeometry& g, const std::byte* cache, const std::int32_t* slots,
-                   std::size_t m, double* out, DeviceVerdict* verdict, Stream stream) {
+cudaError_t launch_gather(const CacheGeometry& g, const std::byte* cache, const std::int32_t* slots,
+                          std::size_t m, double* out, DeviceVerdict* verdict, Stream stream) {
   const Grid grid = gather_grid(g.dim, m);
+  if constexpr (fr::Layout<F>::read_beside_reset)
+    return overlapped(fr::gather_rows<F>, dim3(grid.blocks), fr::kThreads, 0, stream, cache, slots,
+                      m, grid.per_batch, layout_of<F>(g), &verdict->refusal, out);
   fr::gather_rows<F><<<grid.blocks, fr::kThreads, 0, stream>>>(
       cache, slots, m, grid.per_batch, layout_of<F>(g), &verdict->refusal, out);
+  return cudaGetLastError();
 }
 
 cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache, const std::int32_t* slots,
                          std::size_t m, double* out, DeviceVerdict* verdict, Stream stream) {
   using enum CacheFormat;
-  if (g.format == MainFp8)
-    launch_gather<MainFp8>(g, cache, slots, m, out, verdict, stream);
-  else if (g.format == MainFp4)
-    launch_gather<MainFp4>(g, cache, slots, m, out, verdict, stream);
-  else
-    launch_gather<IndexFp4>(g, cache, slots, m, out, verdict, stream);
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const auto launch = g.format == MainFp8   ? launch_gather<MainFp8>
+                      : g.format == MainFp4 ? launch_gather<MainFp4>
+                                            : launch_gather<IndexFp4>;
+  if (cudaError_t e = launch(g, cache, slots, m, out, verdict, stream); e != cudaSuccess) return e;
   return overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
 }
 

@@ -89,7 +89,8 @@ __device__ void decode_item(const std::byte* image, const Batch& b, unsigned t,
     else
       x = e2m1.pair[unsigned(image[at])];
     const double a = double(x.x) * scale, c = double(x.y) * scale;
-    if (isnan(a) || isnan(c)) atomicMin(verdict, refusal(1, first + i + (isnan(a) ? 0 : 1)));
+    if (isnan(a) || isnan(c))
+      refuse<Layout<F>::read_beside_reset>(verdict, refusal(1, first + i + (isnan(a) ? 0 : 1)));
     if (aligned)
       *reinterpret_cast<double2*>(values + i) = double2{a, c};
     else
@@ -110,7 +111,7 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
   auto& image = images[threadIdx.x / 32];
   constexpr bool index = Layout<F>::index;
   for (std::size_t base = first_batch(per_batch); base < m; base += batch_stride(per_batch)) {
-    const Batch b = batch_at(base, per_batch, m, slots, lay, verdict);
+    const Batch b = batch_at<Layout<F>::read_beside_reset>(base, per_batch, m, slots, lay, verdict);
     // the lane's part of the item ahead, and its scale byte (IndexFp4)
     LanePart ahead = first_lane_part(b, lay);
     std::uint8_t scale_ahead = 0;
@@ -138,6 +139,8 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
     }
     __pipeline_wait_prior(0);
   }
+  // ends after the verdict's reset: the kernel after it waits only for this one
+  if constexpr (Layout<F>::read_beside_reset) wait_for_previous_kernel();
 }
 
 }  // namespace aether::cuda::formats_rows

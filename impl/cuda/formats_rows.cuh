@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "impl/cuda/device.hpp"
+#include "impl/cuda/launch.cuh"
 #include "impl/formats_codes.hpp"
 
 namespace aether::cuda::formats_rows {
@@ -40,6 +41,15 @@ __host__ __device__ constexpr unsigned long long refusal(unsigned kind, std::siz
 }
 inline constexpr unsigned long long kIndexBits = (1ull << 62) - 1;
 
+// A refusal into the call's verdict. A kernel that runs beside the verdict's reset
+// (Beside: Layout::read_beside_reset) waits for the reset first; every other kernel
+// starts after it.
+template <bool Beside>
+__device__ void refuse(unsigned long long* verdict, unsigned long long code) {
+  if constexpr (Beside) wait_for_previous_kernel();
+  atomicMin(verdict, code);
+}
+
 // a / b, in 32 bits where both fit (a runtime divisor costs about 20 instructions
 // in 32 bits, several times that in 64).
 __device__ inline std::size_t quotient(std::size_t a, std::size_t b) {
@@ -56,6 +66,11 @@ struct Layout {
   static constexpr bool e4m3 = format.element == Element::E4M3;
   static constexpr unsigned data_bytes = e4m3 ? group : group / 2;  // a group's elements
   static constexpr unsigned group_bytes = data_bytes + (index ? 0 : 1);
+  // IndexFp4's read side is a programmatic dependent of the verdict's reset: it reads
+  // at once and waits for the reset only to report and to end (0.81 of the copy at
+  // 65536 rows against 0.77 stream-ordered; MainFp8's fell from 0.88 to 0.82 so,
+  // docs/performance.md)
+  static constexpr bool read_beside_reset = index;
   std::size_t dim, rows_per_block, row_bytes;
   std::int64_t slots;
   // Slot s's bytes: its row (main formats), or its data and its scales (IndexFp4,
@@ -141,14 +156,14 @@ __device__ inline Batch batch_shape(std::size_t base, unsigned per_batch, std::s
                                     std::size_t dim) {
   return {base, dim, unsigned(n - base < per_batch ? n - base : per_batch), -1, 0, 0};
 }
-template <CacheFormat F>
+template <bool Beside = false, CacheFormat F>
 __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
                           const std::int32_t* slots, const Layout<F>& lay,
                           unsigned long long* verdict) {
   const unsigned lane = threadIdx.x % 32;
   Batch b = batch_shape(base, per_batch, n, lay.dim);
   b.slot = lane < b.count ? slots[base + lane] : -1;
-  if (b.slot != -1 && !lay.inside(b.slot)) atomicMin(verdict, refusal(0, base + lane));
+  if (b.slot != -1 && !lay.inside(b.slot)) refuse<Beside>(verdict, refusal(0, base + lane));
   if (lay.inside(b.slot)) {
     b.data = lay.row_data(std::size_t(b.slot));
     if constexpr (Layout<F>::index) b.scales = lay.row_scales(std::size_t(b.slot));

@@ -5,7 +5,6 @@
 #pragma once
 
 #include "impl/cuda/formats_rows.cuh"
-#include "impl/cuda/launch.cuh"
 
 namespace aether::cuda::formats_rows {
 
