@@ -68,7 +68,7 @@ struct Layout {
   static constexpr unsigned group_bytes = data_bytes + (index ? 0 : 1);
   // IndexFp4's read side is a programmatic dependent of the verdict's reset: it reads
   // at once and waits for the reset only to report and to end (0.81 of the copy at
-  // 65536 rows against 0.77 stream-ordered; MainFp8's fell from 0.88 to 0.82 so,
+  // 65536 rows against 0.77 stream-ordered; MainFp8's fell from 0.88 to 0.83 so,
   // docs/performance.md)
   static constexpr bool read_beside_reset = index;
   std::size_t dim, rows_per_block, row_bytes;
