@@ -88,9 +88,8 @@ struct VerdictSlots {
     }
   }
 };
+}  // namespace
 
-// The calling thread's verdict on the current device, as the last call left it
-// (begin_verdict resets it); 0 or the cudaError_t.
 int verdict_slot(Verdict& verdict) {
   thread_local VerdictSlots slots;
   int device = 0;
@@ -118,7 +117,6 @@ int verdict_slot(Verdict& verdict) {
   verdict = it->second;
   return 0;
 }
-}  // namespace
 
 namespace {
 // A kernel, not a memset: a call's first kernel, launched `overlapped` behind it,

@@ -79,7 +79,8 @@ Result<int, DeviceError> device_count();
 
 // The one refusal protocol of every CUDA call: validation on the device, verdict
 // on the host. A call's verdict (a DeviceVerdict in device memory) is set to
-// kNoRefusal, all of it, before its first kernel (reset_verdict, a kernel; a
+// kNoRefusal, all of it, before its first kernel (reset_verdict, a kernel, or that
+// first kernel itself, as the formats store's; a
 // captured call does so at every replay, the reset being in the graph; a first
 // kernel launched `overlapped` behind it may read before the reset is done and
 // waits for it before its first report); its kernels atomicMin
@@ -107,6 +108,9 @@ struct Verdict {
 inline constexpr unsigned long long kNoRefusal = ~0ull;
 // Every byte of *verdict set on `stream`: refusal kNoRefusal, detail all ones.
 int reset_verdict(DeviceVerdict* verdict, Stream stream);
+// The calling thread's verdict on the current device, as the last call left it, for
+// a call whose first kernel resets it itself; 0 or the cudaError_t.
+int verdict_slot(Verdict& verdict);
 // The calling thread's verdict, reset on `stream`; 0 or the cudaError_t.
 int begin_verdict(Verdict& verdict, Stream stream);
 // Copies the device verdict to *verdict.host and waits for `stream`; 0 or the cudaError_t.

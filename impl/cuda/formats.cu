@@ -1,8 +1,8 @@
 // CUDA store and read side of the cache formats (impl/cuda/formats.hpp): the host's
-// refusals, then one kernel a call (impl/cuda/formats_store.cuh,
-// impl/cuda/formats_gather.cuh), the store's behind the kernel that clears its
-// claims' table, and, after it, a one-thread kernel that puts a refused row's slot
-// in the verdict for the host.
+// refusals, then the verdict's reset, one kernel a call (impl/cuda/formats_store.cuh,
+// impl/cuda/formats_gather.cuh; the store's reset also clears its claims' table),
+// and, after it, a one-thread kernel that puts a refused row's slot in the verdict
+// for the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,16 +54,19 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
     verdict->detail[0] = slots[refusal & fr::kIndexBits];
 }
 
-// The claims' table set to kUnclaimed by a kernel, not a memset node, so that the
-// store can follow it as a programmatic dependent: the store's blocks fetch their
-// first items and fill their E2M1 tables while it runs, and wait for it only
-// before their first claim (a queued MainFp8 store of 65536 rows at 0.81 of the
-// copy against 0.77-0.78 behind a memset, docs/performance.md). Launched `overlapped`
-// itself, it lets the store start only once the kernel ahead of it (the verdict's
-// reset) has finished, as a stream-ordered launch would.
-__global__ void clear_claims(uint4* table, std::size_t words) {
+// The store's first kernel: the verdict reset (as reset_verdict's kernel does) and
+// the claims' table set to kUnclaimed, in one kernel, not a reset and a memset node,
+// so that the store can follow it as a programmatic dependent: the store's blocks
+// fetch their first items and fill their E2M1 tables while it runs, and wait for it
+// only before their first claim or refusal (a queued MainFp8 store of 65536 rows at
+// 0.81 of the copy against 0.77-0.78 behind a memset; the reset in the same kernel,
+// not one of its own, 1.0-1.7 us less a call: docs/performance.md). Launched
+// `overlapped` itself, it starts its writes only once the kernel ahead of it (the
+// previous call's) has finished, as a stream-ordered launch would.
+__global__ void begin_store(DeviceVerdict* verdict, uint4* table, std::size_t words) {
   wait_for_previous_kernel();
   let_next_kernel_start();
+  if (blockIdx.x == 0 && threadIdx.x == 0) *verdict = DeviceVerdict{kNoRefusal, {-1, -1}};
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride)
     table[i] = uint4{~0u, ~0u, ~0u, ~0u};
@@ -81,6 +84,9 @@ cudaError_t launch_store(const CacheGeometry& g, const float* rows, const std::i
                     grid.per_batch, layout_of<F>(g), profile, claims, &verdict->refusal, cache);
 }
 
+// The store's kernels, the verdict's reset first among them. The claims' table is
+// taken before them and given back after them, so that in a graph its allocation
+// and release nodes stand outside the chain of programmatic dependents.
 cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
                         std::size_t n, std::byte* cache, RoundingProfile profile,
                         DeviceVerdict* verdict, Stream stream) {
@@ -92,7 +98,7 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
   void* table = nullptr;
   if (int e = upload_scratch(nullptr, 8 * entries, stream, &table)) return cudaError_t(e);
   const auto clear_blocks = unsigned(std::min<std::size_t>((words + 255) / 256, 1024));
-  cudaError_t failure = overlapped(clear_claims, dim3(clear_blocks), 256, 0, stream,
+  cudaError_t failure = overlapped(begin_store, dim3(clear_blocks), 256, 0, stream, verdict,
                                    static_cast<uint4*>(table), words);
   if (failure == cudaSuccess) {
     const fr::Claims claims{static_cast<unsigned long long*>(table), bits};
@@ -106,9 +112,10 @@ cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::in
                                               : launch_store<IndexFp4, false>;
     failure = launch(g, rows, slots, n, cache, profile, claims, verdict, stream);
   }
+  if (failure == cudaSuccess)
+    failure = overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
   if (int e = release_scratch(stream); failure == cudaSuccess && e != 0) return cudaError_t(e);
-  if (failure != cudaSuccess) return failure;
-  return overlapped(describe_refusal, dim3(1), 32, 0, stream, slots, verdict);
+  return failure;
 }
 
 // The read side's grid: a batch is one item's rows (one row from D 512 up, four
@@ -135,8 +142,10 @@ cudaError_t launch_gather(const CacheGeometry& g, const std::byte* cache, const 
   return cudaGetLastError();
 }
 
+// The read side's kernels, the verdict's reset first.
 cudaError_t queue_gather(const CacheGeometry& g, const std::byte* cache, const std::int32_t* slots,
                          std::size_t m, double* out, DeviceVerdict* verdict, Stream stream) {
+  if (int e = reset_verdict(verdict, stream)) return cudaError_t(e);
   using enum CacheFormat;
   const auto launch = g.format == MainFp8   ? launch_gather<MainFp8>
                       : g.format == MainFp4 ? launch_gather<MainFp4>
@@ -166,11 +175,12 @@ Status<FormatsError> check_gather(const CacheGeometry& cache, std::size_t cache_
   return Ok{};
 }
 
-// The waiting form of a queued call: the thread's verdict, reset, queued, read.
+// The waiting form of a queued call: the thread's verdict, the call queued (its
+// reset first), the verdict read.
 template <class Queue>
 Status<FormatsError> wait_for(Stream stream, Queue queue) {
   Verdict v;
-  if (int e = begin_verdict(v, stream)) return fe::DeviceFailure{e};
+  if (int e = verdict_slot(v)) return fe::DeviceFailure{e};
   if (cudaError_t e = queue(v.device); e != cudaSuccess) return fe::DeviceFailure{int(e)};
   if (int e = end_verdict(v, stream)) return fe::DeviceFailure{e};
   return formats_verdict(*v.host);
@@ -190,8 +200,10 @@ Status<FormatsError> enqueue_store_rows(const CacheGeometry& cache, device_span<
                                         device_span<std::byte> cache_bytes, DeviceVerdict* verdict,
                                         RoundingProfile profile, Stream stream) {
   if (auto st = check_store(cache, rows, slots.size(), cache_bytes.size()); !st.ok()) return st;
-  if (int e = reset_verdict(verdict, stream)) return fe::DeviceFailure{e};
-  if (slots.empty()) return Ok{};
+  if (slots.empty()) {  // nothing queued but the reset
+    if (int e = reset_verdict(verdict, stream)) return fe::DeviceFailure{e};
+    return Ok{};
+  }
   if (cudaError_t e = queue_store(cache, rows.data(), slots.data(), slots.size(),
                                   cache_bytes.data(), profile, verdict, stream);
       e != cudaSuccess)
@@ -218,8 +230,10 @@ Status<FormatsError> enqueue_gather_rows(const CacheGeometry& cache,
                                          Stream stream) {
   if (auto st = check_gather(cache, cache_bytes.size(), slots.size(), out.size()); !st.ok())
     return st;
-  if (int e = reset_verdict(verdict, stream)) return fe::DeviceFailure{e};
-  if (slots.empty()) return Ok{};
+  if (slots.empty()) {  // nothing queued but the reset
+    if (int e = reset_verdict(verdict, stream)) return fe::DeviceFailure{e};
+    return Ok{};
+  }
   if (cudaError_t e = queue_gather(cache, cache_bytes.data(), slots.data(), slots.size(),
                                    out.data(), verdict, stream);
       e != cudaSuccess)

@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_codes(e2m1);
   __syncthreads();
   // the claims' table cleared and the verdict reset: nothing above touches either
-  // (a programmatic dependent of clear_claims, impl/cuda/formats.cu)
+  // (a programmatic dependent of begin_store, impl/cuda/formats.cu)
   wait_for_previous_kernel();
   const LaneStep step = lane_step(lay.dim);
   unsigned k = 0;  // items converted
