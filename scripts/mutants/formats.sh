@@ -54,3 +54,6 @@ cuda_mutant formats cuda-claim-of-the-same-slot-probes-on impl/cuda/formats_stor
 # the claims' table half cleared: a later call finds an earlier call's claims
 cuda_mutant formats cuda-claims-half-cleared impl/cuda/formats.cu \
   's|i < words; i += stride)|i < words / 2; i += stride)|'
+# the store's first kernel not resetting the verdict: a refusal outlives its call
+cuda_mutant formats cuda-store-verdict-not-reset impl/cuda/formats.cu \
+  's|if (blockIdx.x == 0 \&\& threadIdx.x == 0) \*verdict = |if (blockIdx.x == 0 \&\& threadIdx.x == 0 \&\& false) *verdict = |'
