@@ -77,23 +77,22 @@ inline std::ostream& operator<<(std::ostream& os, const DeviceError& e) {
 // visible; a DeviceError when a driver is there but cannot serve this runtime.
 Result<int, DeviceError> device_count();
 
-// The one refusal protocol of every CUDA call: validation on the device, verdict
-// on the host. A call's verdict (a DeviceVerdict in device memory) is set to
-// kNoRefusal, all of it, before its first kernel (reset_verdict, a kernel, or that
-// first kernel itself, as the formats store's; a
-// captured call does so at every replay, the reset being in the graph; a first
-// kernel launched `overlapped` behind it may read before the reset is done and
-// waits for it before its first report); its kernels atomicMin
-// the code of every refusal they find into `refusal`, so the lowest, the first in
-// the component's order, stays; kernels whose writes must wait for a clean word
-// (a top-k or slot conversion writing nothing on refusal; the ring writes of a
-// prefill that land on its pending inputs) read it after the checks; and the host
-// reads it once, after the stream (the waiting calls), or the caller does (the
-// enqueue_ forms). `detail` holds what a call records for the host (a refused
-// lane's row and block; the top-k's count of rows finished the slow way). The
-// waiting calls' verdict and its pinned host mirror are allocated once per thread
-// and device (an allocation per call cost tens of microseconds: the default pool
-// hands memory back at every synchronize).
+// The one refusal protocol of every CUDA call: validation on the device, verdict on
+// the host. A call's verdict (a DeviceVerdict in device memory) is set to
+// kNoRefusal, all of it, before its first report (reset_verdict, a kernel, or the
+// call's first kernel itself, as the formats store's; a captured call does so at
+// every replay, the reset being in the graph; a kernel launched `overlapped` behind
+// the reset may read before it is done and waits for it before its first report);
+// its kernels atomicMin the code of every refusal they find into `refusal`, so the
+// lowest, the first in the component's order, stays; kernels whose writes must wait
+// for a clean word (a top-k or slot conversion writing nothing on refusal; the ring
+// writes of a prefill that land on its pending inputs) read it after the checks;
+// and the host reads it once, after the stream (the waiting calls), or the caller
+// does (the enqueue_ forms). `detail` holds what a call records for the host (a
+// refused lane's row and block; the top-k's count of rows finished the slow way).
+// The waiting calls' verdict and its pinned host mirror are allocated once per
+// thread and device (an allocation per call cost tens of microseconds: the default
+// pool hands memory back at every synchronize).
 struct DeviceVerdict {
   unsigned long long refusal;
   long long detail[2];
