@@ -127,7 +127,7 @@ namespace {
 __global__ void reset_whole_verdict(DeviceVerdict* verdict) {
   wait_for_previous_kernel();
   let_next_kernel_start();
-  *verdict = DeviceVerdict{kNoRefusal, {-1, -1}};
+  *verdict = DeviceVerdict{};
 }
 }  // namespace
 

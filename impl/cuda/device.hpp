@@ -93,9 +93,11 @@ Result<int, DeviceError> device_count();
 // The waiting calls' verdict and its pinned host mirror are allocated once per
 // thread and device (an allocation per call cost tens of microseconds: the default
 // pool hands memory back at every synchronize).
+inline constexpr unsigned long long kNoRefusal = ~0ull;
+// A default DeviceVerdict is the reset one: no refusal, detail all ones.
 struct DeviceVerdict {
-  unsigned long long refusal;
-  long long detail[2];
+  unsigned long long refusal = kNoRefusal;
+  long long detail[2] = {-1, -1};
 };
 struct Verdict {
   DeviceVerdict* device = nullptr;
@@ -104,8 +106,7 @@ struct Verdict {
   unsigned long long* word() const { return &device->refusal; }
   unsigned long long refusal() const { return host->refusal; }
 };
-inline constexpr unsigned long long kNoRefusal = ~0ull;
-// Every byte of *verdict set on `stream`: refusal kNoRefusal, detail all ones.
+// Every byte of *verdict set to DeviceVerdict{} on `stream`.
 int reset_verdict(DeviceVerdict* verdict, Stream stream);
 // The calling thread's verdict on the current device, as the last call left it, for
 // a call whose first kernel resets it itself; 0 or the cudaError_t.

@@ -54,7 +54,7 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
     verdict->detail[0] = slots[refusal & fr::kIndexBits];
 }
 
-// The store's first kernel: the verdict reset (as reset_verdict's kernel does) and
+// The store's first kernel: the verdict reset (DeviceVerdict{}, as reset_verdict's) and
 // the claims' table set to kUnclaimed, in one kernel, not a reset and a memset node,
 // so that the store can follow it as a programmatic dependent: the store's blocks
 // fetch their first items and fill their E2M1 tables while it runs, and wait for it
@@ -66,7 +66,7 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
 __global__ void begin_store(DeviceVerdict* verdict, uint4* table, std::size_t words) {
   wait_for_previous_kernel();
   let_next_kernel_start();
-  if (blockIdx.x == 0 && threadIdx.x == 0) *verdict = DeviceVerdict{kNoRefusal, {-1, -1}};
+  if (blockIdx.x == 0 && threadIdx.x == 0) *verdict = DeviceVerdict{};
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride)
     table[i] = uint4{~0u, ~0u, ~0u, ~0u};
