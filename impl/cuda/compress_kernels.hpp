@@ -1,7 +1,8 @@
-// The kernels of a CUDA compression call, queued from its plan (impl/cuda/compress.cu
-// plans, hands over the requests and reads the verdict). Each step reads its inputs once,
-// in one pass that writes the caller's rows and the ring as it goes and reports
-// every NaN/inf it reads into the verdict word; a refused call's outputs are then
+// The kernels of a CUDA compression call (impl/cuda/compress_prefill.cu,
+// compress_decode.cu), queued from its plan (impl/cuda/compress.cu plans, hands
+// over the requests and reads the verdict). Each step reads its inputs once, in one
+// pass that writes the caller's rows and the ring as it goes and reports every
+// NaN/inf it reads into the verdict word; a refused call's outputs are then
 // unspecified and its ring differs only where model::entries_a_refusal_may_change
 // allows: decode writes only its own positions' entries, prefill leaves the writes
 // that land on a pending input to a second kernel that runs them only if the word

@@ -1,5 +1,5 @@
 // CUDA DoSA (impl/cuda/dosa.hpp): the host orchestration of the kernels in
-// dosa_kernels.cu. Scores come only from the scorer's own kernel (over every key,
+// dosa_kernels.hpp. Scores come only from the scorer's own kernel (over every key,
 // or over per-query lists of keys), so a rescored key's value is the bits full
 // scoring gives it.
 #include <cuda_runtime.h>

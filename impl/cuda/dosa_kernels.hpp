@@ -1,6 +1,7 @@
-// The kernels of CUDA DoSA (impl/cuda/dosa_kernels.cu) behind host launchers, for
-// impl/cuda/dosa.cu's orchestration. Every launcher queues on `stream` and returns
-// the launch's error. Scores never come from here: only the scorer computes them.
+// The kernels of CUDA DoSA (impl/cuda/dosa_kernels.cu, dosa_prepare.cu,
+// dosa_threshold.cu, dosa_merge.cu) behind host launchers, for impl/cuda/dosa.cu's
+// orchestration. Every launcher queues on `stream` and returns the launch's error.
+// Scores never come from here: only the scorer computes them.
 #pragma once
 
 #include <cuda_runtime.h>

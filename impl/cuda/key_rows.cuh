@@ -1,11 +1,16 @@
 // Stored index key rows on the device (api/indexer.hpp's layouts): an E4M3
-// element's value and a row's fp32 scale, shared by the scorer and DoSA's norms.
+// element's value, a bf16 element's, and a row's fp32 scale, shared by the scorer
+// and DoSA's norms and screens.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 namespace aether::cuda {
+
+__device__ __forceinline__ double bf16_value(std::uint16_t bits) {
+  return double(__uint_as_float(std::uint32_t(bits) << 16));
+}
 
 __device__ __forceinline__ float e4m3_value(std::uint8_t b) {
   const int e = (b >> 3) & 15, m = b & 7;

@@ -21,7 +21,7 @@ mutant compress cpu-bf16-eight-lanes-packed-wrong impl/cpu/compress.cpp \
   's|_mm256_permute4x64_epi64(packed, 0x08)|_mm256_permute4x64_epi64(packed, 0x00)|'
 mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
   's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
-mutant compress model-refusal-may-change-pending-inputs model/compress.cpp \
+mutant compress model-refusal-may-change-pending-inputs model/compress_batch.cpp \
   's|      if (!pending.contains(entry_of(p))) may_change.insert(entry_of(p));|      may_change.insert(entry_of(p));|'
 # bf16 ties rounded other than to even (the eight-lane path down, the scalar one
 # away), and the score gate weighting every position by the first one's score
@@ -68,9 +68,9 @@ mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
 # skipping its last quad (or its last quad in shared memory), the one-pass
 # kernel not resetting its verdict, a row at the table's end taken as in it, the lane and
 # row divisions rounding down, a quad's lanes swapped.
-cuda_mutant compress cuda-prefill-writes-pending-entries-before-its-rows impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-prefill-writes-pending-entries-before-its-rows impl/cuda/compress_prefill.cu \
   's|^  const std::size_t n = table.count;$|  const std::size_t n = table.count; keep_waiting_positions(c, requests, n);|'
-cuda_mutant compress cuda-prefill-deferred-writes-ignore-the-verdict impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-prefill-deferred-writes-ignore-the-verdict impl/cuda/compress_prefill.cu \
   's|  if (\*c.refusal != kNoRefusal) return;||'
 cuda_mutant compress cuda-checked-copies-unchecked impl/cuda/compress_rows.cuh \
   's|        if (!all_finite(x\[k\]))$|        if (false)|'
@@ -78,7 +78,7 @@ cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress_rows.cuh
   's|        if (!isfinite(component(s\[t\], int(c)))) report(|        if (in[t].code < kRingCode \&\& !isfinite(component(s[t], int(c)))) report(|'
 cuda_mutant compress cuda-nan-index-of-the-group impl/cuda/compress_rows.cuh \
   's|report(refusal, in\[t\].code + d + c);|report(refusal, in[t].code + d);|'
-cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-ring-keeps-one-less impl/cuda/compress_prefill.cu \
   's|    if (k >= least(g.ring, std::size_t(q.tokens))) continue;|    if (k + 1 >= least(g.ring, std::size_t(q.tokens))) continue;|'
 cuda_mutant compress cuda-ring-entry-one-position-off impl/cuda/compress_table.cuh \
   's|  return ring_entry_offset(q.slot, p, g.ring, g.width);|  return ring_entry_offset(q.slot, p + 1, g.ring, g.width);|'
@@ -98,21 +98,21 @@ cuda_mutant compress cuda-8k-pieces-short-of-their-last-word impl/cuda/device_sc
   's|    return store_pieces<2 \* kSmallPiece>(host, bytes, stream, device, fan);|    return store_pieces<2 * kSmallPiece>(host, bytes - 16, stream, device, fan);|'
 cuda_mutant compress cuda-16k-pieces-short-of-their-last-word impl/cuda/device_scratch.cu \
   's|    return store_pieces<4 \* kSmallPiece>(host, bytes, stream, device, fan);|    return store_pieces<4 * kSmallPiece>(host, bytes - 16, stream, device, fan);|'
-cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-stream-reads-the-next-stage impl/cuda/compress_prefill.cu \
   's|  unsigned u = 0, refill = kStreamStages - 1;|  unsigned u = 1, refill = kStreamStages - 1;|'
-cuda_mutant compress cuda-stream-skips-a-row-s-last-chunk impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-stream-skips-a-row-s-last-chunk impl/cuda/compress_prefill.cu \
   's|    if (++at.chunk == chunks) at.chunk = 0, ++at.row;|    if (++at.chunk + 1 >= chunks) at.chunk = 0, ++at.row;|'
-cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compress_decode.cu \
   's|    return R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|    return R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
 cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress_rows.cuh \
   's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
 # the waiting position found one entry off
-cuda_mutant compress cuda-waiting-position-one-entry-off impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-waiting-position-one-entry-off impl/cuda/compress_prefill.cu \
   's|    const std::int64_t p = first + ((b + i - first) % S + S) % S;|    const std::int64_t p = first + ((b + i + 1 - first) % S + S) % S;|'
 # a decode part's last request one token short; a request between two parts left out
-cuda_mutant compress cuda-decode-part-one-token-short impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-decode-part-one-token-short impl/cuda/compress_decode.cu \
   's|  part.entry\[part.count\] = {0, 0, std::int32_t(end_token - part.first_token)};|  part.entry[part.count] = {0, 0, std::int32_t(end_token - part.first_token - 1)};|'
-cuda_mutant compress cuda-decode-parts-skip-a-request impl/cuda/compress_kernels.cu \
+cuda_mutant compress cuda-decode-parts-skip-a-request impl/cuda/compress_decode.cu \
   's|    first = last;|    first = last + 1;|'
 # a table in the parameters searched past the request that holds the token
 cuda_mutant compress cuda-parameter-search-overshoots impl/cuda/compress_table.cuh \

@@ -62,11 +62,11 @@ cuda_mutant dosa cuda-seed-ties-to-the-higher-lane impl/cuda/dosa_threshold.cu \
   's|__popc(ballot \& ((1u << lane) - 1))|__popc(ballot >> lane) - 1|'
 cuda_mutant dosa cuda-seed-select-drops-the-last-tie impl/cuda/dosa_threshold.cu \
   's|    if (tie \&\& order < taken) lanes|    if (tie \&\& order + 1 < taken) lanes|'
-cuda_mutant dosa cuda-residual-dropped impl/cuda/dosa_kernels.cu \
+cuda_mutant dosa cuda-residual-dropped impl/cuda/dosa_prepare.cu \
   's|          dosa_screen::anchor_share(w\[a.head\], s, dim|          0 * dosa_screen::anchor_share(w[a.head], s, dim|'
 cuda_mutant dosa cuda-deduction-doubled impl/dosa_screen.hpp \
   's|  if (!plan.aggregated.empty()) out.push_back(-1.0f);|  if (!plan.aggregated.empty()) out.push_back(-2.0f);|'
-cuda_mutant dosa cuda-margin-without-tensor-core-error impl/cuda/dosa_kernels.cu \
+cuda_mutant dosa cuda-margin-without-tensor-core-error impl/cuda/dosa_prepare.cu \
   's|  return 48 \* ((dim + 15) / 16) + heads + 2;|  return 0 * (dim + heads);|'
 cuda_mutant dosa cuda-survivor-at-tau-dropped impl/cuda/dosa_merge.cu \
   's|  return score >= c.tau\[t\];|  return score > c.tau[t];|'
