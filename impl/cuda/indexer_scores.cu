@@ -124,7 +124,7 @@ __device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t
 // adds its heads h = l / 4 (mod 8) in ascending order, fma(w_h, max(dot_h, 0), ·),
 // then lanes l, l ^ 4, l ^ 8, l ^ 16 combine pairwise in that order. A fixed tree:
 // identical bits on every run.
-template <KeyFormat kFormat, int kMaxSteps, bool kGrouped>
+template <KeyFormat kFormat, int kMaxSteps>
 __global__ void __launch_bounds__(kThreads)
     score(const std::uint16_t* queries, const float* weights, const std::byte* keys, Shape s,
           float* out) {
@@ -173,6 +173,10 @@ __global__ void __launch_bounds__(kThreads)
   const unsigned a_offset = (lane % 16) * lay.stride + (lane / 16) * 8;
 
   const unsigned g = lane / 4, col = 2 * (lane % 4);
+  // A query's scores and the heads each sums: one over all its heads (none at H = 0:
+  // a score of 0), or one for each ScoreList::heads_per_score of them.
+  const unsigned group = s.list.heads_per_score ? unsigned(s.list.heads_per_score) : lay.heads16;
+  const unsigned scores_per_query = s.list.heads_per_score ? lay.heads16 / group : 1;
   if (t0 < t1) issue_query_tile(query_tiles[0], queries, t0, s, lay);
   copy_async_commit();
   for (std::size_t t = t0; t < t1; ++t) {
@@ -187,12 +191,12 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // query t's tile is complete for every warp
     const float* w = weights + t * s.heads;
     const bf16* a_row = query_tile + a_offset;
-    // The reduction across lanes and the store of one score a key: after all heads,
-    // or (kGrouped) after each ScoreList::heads_per_score of them. The column's eight
-    // lanes (xor 4, 8, 16) reduce-scatter their eight values: each round adds the
-    // partner's half to the half a lane keeps, the same pairs in the same rounds as
-    // summing all eight everywhere (so the same bits), in 7 shuffles, not 24; lane
-    // (g, c) then holds key (2 g0 + g1) 8 + 2 c + g2 and stores it.
+    // The reduction across lanes and the store of one score a key, after each group
+    // of heads. The column's eight lanes (xor 4, 8, 16) reduce-scatter their eight
+    // values: each round adds the partner's half to the half a lane keeps, the same
+    // pairs in the same rounds as summing all eight everywhere (so the same bits), in
+    // 7 shuffles, not 24; lane (g, c) then holds key (2 g0 + g1) 8 + 2 c + g2 and
+    // stores it.
     const unsigned g0 = g & 1, g1 = g >> 1 & 1, g2 = g >> 2;
     const auto flush = [&](float(&total)[4][2], std::size_t score) {
       float v[8];
@@ -214,34 +218,33 @@ __global__ void __launch_bounds__(kThreads)
       if (key < valid_keys)
         out[score * s.keys + key0 + key] = kFormat == KeyFormat::E4M3 ? sum * scale_tile[key] : sum;
     };
-    const unsigned group = kGrouped ? unsigned(s.list.heads_per_score) : lay.heads16;
-    float total[4][2] = {};  // [key tile][column] over this lane's heads
-    for (unsigned h16 = 0; h16 < lay.heads16; h16 += 16) {
-      float c[4][4] = {};  // [key tile][fragment]: four independent accumulator chains
+    // Score i sums heads [i group, (i + 1) group): no division a group (a runtime
+    // divisor costs about twenty instructions beside a group's 32 MMAs).
+    for (unsigned i = 0; i < scores_per_query; ++i) {
+      const unsigned h0 = i * group;
+      float total[4][2] = {};  // [key tile][column] over this lane's heads
+      for (unsigned h16 = h0; h16 < h0 + group; h16 += 16) {
+        float c[4][4] = {};  // [key tile][fragment]: four independent accumulator chains
 #pragma unroll
-      for (int k = 0; k < kMaxSteps; ++k)
-        if (k < int(steps)) {
-          std::uint32_t a[4];
-          load_x4(a, a_row + h16 * lay.stride + k * 16);
+        for (int k = 0; k < kMaxSteps; ++k)
+          if (k < int(steps)) {
+            std::uint32_t a[4];
+            load_x4(a, a_row + h16 * lay.stride + k * 16);
 #pragma unroll
-          for (int n = 0; n < 4; ++n) mma(c[n], a, b[k][2 * n], b[k][2 * n + 1]);
-        }
-      const float w_lo = h16 + g < s.heads ? __ldg(w + h16 + g) : 0.0f;
-      const float w_hi = h16 + g + 8 < s.heads ? __ldg(w + h16 + g + 8) : 0.0f;
+            for (int n = 0; n < 4; ++n) mma(c[n], a, b[k][2 * n], b[k][2 * n + 1]);
+          }
+        const float w_lo = h16 + g < s.heads ? __ldg(w + h16 + g) : 0.0f;
+        const float w_hi = h16 + g + 8 < s.heads ? __ldg(w + h16 + g + 8) : 0.0f;
 #pragma unroll
-      for (int n = 0; n < 4; ++n)
+        for (int n = 0; n < 4; ++n)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          total[n][e] = fmaf(w_lo, fmaxf(c[n][e], 0.0f), total[n][e]);
-          total[n][e] = fmaf(w_hi, fmaxf(c[n][2 + e], 0.0f), total[n][e]);
-        }
-      if (kGrouped && (h16 + 16) % group == 0) {
-        flush(total, t * (lay.heads16 / group) + h16 / group);
-#pragma unroll
-        for (int n = 0; n < 4; ++n) total[n][0] = total[n][1] = 0.0f;
+          for (int e = 0; e < 2; ++e) {
+            total[n][e] = fmaf(w_lo, fmaxf(c[n][e], 0.0f), total[n][e]);
+            total[n][e] = fmaf(w_hi, fmaxf(c[n][2 + e], 0.0f), total[n][e]);
+          }
       }
+      flush(total, t * scores_per_query + i);
     }
-    if (!kGrouped) flush(total, t);
     __syncthreads();  // this tile is free for query t + 2
   }
 }
@@ -256,8 +259,7 @@ cudaError_t launch_score(const std::uint16_t* queries, const float* weights, con
                          Shape s, float* out, cudaStream_t stream) {
   const Layout lay(s);
   const int bytes = int(lay.bytes());
-  auto* kernel =
-      s.list.heads_per_score ? score<kFormat, kMaxSteps, true> : score<kFormat, kMaxSteps, false>;
+  auto* kernel = score<kFormat, kMaxSteps>;
   if (int e = allow_dynamic_shared(reinterpret_cast<const void*>(kernel))) return cudaError_t(e);
   const std::size_t key_tiles = (s.keys + kTileKeys - 1) / kTileKeys;
   if (s.list.queries_per_block > 1) {

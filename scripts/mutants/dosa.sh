@@ -91,3 +91,7 @@ cuda_mutant dosa cuda-gate-inverted impl/cuda/gate.cuh \
 # plan then goes unnamed)
 cuda_mutant dosa cuda-too-few-seeds-before-later-plans impl/cuda/dosa.cu \
   's|return after_plans(de::TooFewSeeds{seed_count, k});|return de::TooFewSeeds{seed_count, k};|'
+# the scorer's grouped scores (DoSA's screens, four to a scorer query) all stored as
+# each query's first
+cuda_mutant dosa cuda-grouped-scores-not-counted impl/cuda/indexer_scores.cu \
+  's|      flush(total, t \* scores_per_query + i);|      flush(total, t * scores_per_query);|'
