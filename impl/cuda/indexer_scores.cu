@@ -1,5 +1,6 @@
 // The CUDA scorer (impl/cuda/indexer_scores.hpp): its tensor-core kernel and the
-// launch that sizes its grid; the checks before it are in indexer_scores_check.cu.
+// launch that sizes its grid; the checks before it are in indexer_scores_check.cu,
+// how a block fills its tiles in indexer_scores_tiles.cuh.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -11,66 +12,15 @@
 #include "impl/cuda/indexer.hpp"
 #include "impl/cuda/indexer_scores.hpp"
 #include "impl/cuda/indexer_scores_shape.cuh"
-#include "impl/cuda/key_rows.cuh"
+#include "impl/cuda/indexer_scores_tiles.cuh"
 
 namespace aether::cuda {
 
 namespace {
-using bf16 = __nv_bfloat16;
 using namespace score_tiles;
-
-__device__ __forceinline__ std::uint16_t key_bits(KeyFormat format, const std::byte* row,
-                                                  unsigned d) {
-  if (format == KeyFormat::E4M3)
-    return __bfloat16_as_ushort(__float2bfloat16(e4m3_value(std::uint8_t(row[d]))));
-  return reinterpret_cast<const std::uint16_t*>(row)[d];
-}
-
-// rows x dim16 bf16 into tile (row stride `stride`), zero past `valid` rows and
-// past `dim` columns. row(r) is the address of source row r. With `vector`, 8
-// elements per step (16-byte bf16 loads, or two 4-byte E4M3 loads): the caller has
-// checked that D is a multiple of 8 and the rows are aligned for that.
-template <class RowOf>
-__device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned rows,
-                                          unsigned valid, unsigned dim, unsigned dim16,
-                                          KeyFormat format, bool vector, RowOf row) {
-  if (vector) {
-    const unsigned chunks = dim16 / 8;
-    for (unsigned i = threadIdx.x; i < rows * chunks; i += kThreads) {
-      const unsigned r = i / chunks, c = i - r * chunks;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (r < valid && c * 8 < dim) {
-        const std::byte* src = row(r);
-        if (format == KeyFormat::E4M3) {
-          const std::uint32_t lo = reinterpret_cast<const std::uint32_t*>(src)[2 * c];
-          const std::uint32_t hi = reinterpret_cast<const std::uint32_t*>(src)[2 * c + 1];
-          std::uint16_t h[8];
-#pragma unroll
-          for (int e = 0; e < 8; ++e)
-            h[e] = __bfloat16_as_ushort(__float2bfloat16(
-                e4m3_value(std::uint8_t(((e < 4 ? lo : hi) >> (8 * (e % 4))) & 0xff))));
-          v = make_uint4(h[0] | std::uint32_t(h[1]) << 16, h[2] | std::uint32_t(h[3]) << 16,
-                         h[4] | std::uint32_t(h[5]) << 16, h[6] | std::uint32_t(h[7]) << 16);
-        } else {
-          v = reinterpret_cast<const uint4*>(src)[c];
-        }
-      }
-      *reinterpret_cast<uint4*>(tile + r * stride + c * 8) = v;
-    }
-  } else {
-    for (unsigned i = threadIdx.x; i < rows * dim16; i += kThreads) {
-      const unsigned r = i / dim16, d = i - r * dim16;
-      const std::uint16_t bits = r < valid && d < dim ? key_bits(format, row(r), d) : 0;
-      tile[r * stride + d] = __ushort_as_bfloat16(bits);
-    }
-  }
-}
 
 // ldmatrix / mma.sync m16n8k16 (PTX ISA "warp-level matrix fragments"): lane l
 // holds accumulator rows g = l / 4 and g + 8, columns 2 (l % 4) and 2 (l % 4) + 1.
-__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
-  return std::uint32_t(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void load_x4(std::uint32_t (&r)[4], const bf16* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -83,38 +33,6 @@ __device__ __forceinline__ void mma(float (&c)[4], const std::uint32_t (&a)[4], 
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 16 bytes global -> shared without passing through registers; zero-filled when
-// `bytes` is 0 (padding rows and columns).
-__device__ __forceinline__ void copy_async(void* dst, const void* src, unsigned bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
-               "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int kPending>
-__device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-// Query t's [H, D] bf16 into a padded tile: asynchronously 16 bytes at a time when
-// the rows allow it, else element by element.
-__device__ __forceinline__ void issue_query_tile(bf16* tile, const std::uint16_t* queries,
-                                                 std::size_t t, const Shape& s, const Layout& lay) {
-  const auto* base = reinterpret_cast<const std::byte*>(queries + t * s.heads * s.dim);
-  if (!s.vector_queries) {
-    load_tile(tile, lay.stride, lay.heads16, unsigned(s.heads), unsigned(s.dim), lay.dim16,
-              KeyFormat::BF16, false,
-              [&](unsigned h) { return base + std::size_t(h) * s.dim * 2; });
-    return;
-  }
-  const unsigned chunks = lay.dim16 / 8;
-  for (unsigned i = threadIdx.x; i < lay.heads16 * chunks; i += kThreads) {
-    const unsigned h = i / chunks, c = i - h * chunks;
-    const bool real = h < s.heads && c * 8 < s.dim;
-    copy_async(tile + h * lay.stride + c * 8,
-               real ? base + (std::size_t(h) * s.dim + c * 8) * 2 : base, real ? 16 : 0);
-  }
 }
 
 // Block (x, y): keys [256 x, 256 x + 256) (of its first query's list, with a
@@ -132,9 +50,14 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(128) unsigned char smem[];
   const Layout lay(s);
   bf16* key_tile = reinterpret_cast<bf16*>(smem);
-  bf16* query_tiles[2] = {reinterpret_cast<bf16*>(smem + lay.keys_bytes()),
-                          reinterpret_cast<bf16*>(smem + lay.keys_bytes() + lay.queries_bytes())};
+  // query k's tiles: k % 2 of two (by address, not an indexed array: local memory)
+  const auto query_tile = [&](std::size_t k) {
+    return reinterpret_cast<bf16*>(smem + lay.keys_bytes() + k % 2 * lay.queries_bytes());
+  };
   float* scale_tile = reinterpret_cast<float*>(smem + lay.keys_bytes() + 2 * lay.queries_bytes());
+  const auto weight_tile = [&](std::size_t k) {
+    return reinterpret_cast<float*>(smem + lay.weights_offset()) + k % 2 * lay.heads16;
+  };
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   const std::size_t key0 = std::size_t(blockIdx.x) * kTileKeys;
@@ -177,20 +100,23 @@ __global__ void __launch_bounds__(kThreads)
   // a score of 0), or one for each ScoreList::heads_per_score of them.
   const unsigned group = s.list.heads_per_score ? unsigned(s.list.heads_per_score) : lay.heads16;
   const unsigned scores_per_query = s.list.heads_per_score ? lay.heads16 / group : 1;
-  if (t0 < t1) issue_query_tile(query_tiles[0], queries, t0, s, lay);
+  const QueryPieces pieces(lay);
+  const auto issue = [&](std::size_t t) {
+    issue_query(query_tile(t - t0), weight_tile(t - t0), queries, weights, t, s, lay, pieces);
+  };
+  if (t0 < t1) issue(t0);
   copy_async_commit();
   for (std::size_t t = t0; t < t1; ++t) {
-    const bf16* query_tile = query_tiles[(t - t0) % 2];
-    if (t + 1 < t1) {  // the other tile was last read before the barrier ending t - 1
-      issue_query_tile(query_tiles[(t - t0 + 1) % 2], queries, t + 1, s, lay);
+    if (t + 1 < t1) {  // the other tiles were last read before the barrier ending t - 1
+      issue(t + 1);
       copy_async_commit();
       copy_async_wait<1>();
     } else {
       copy_async_wait<0>();
     }
-    __syncthreads();  // query t's tile is complete for every warp
-    const float* w = weights + t * s.heads;
-    const bf16* a_row = query_tile + a_offset;
+    __syncthreads();                       // query t's tiles are complete for every warp
+    const float* w = weight_tile(t - t0);  // zero past H
+    const bf16* a_row = query_tile(t - t0) + a_offset;
     // The reduction across lanes and the store of one score a key, after each group
     // of heads. The column's eight lanes (xor 4, 8, 16) reduce-scatter their eight
     // values: each round adds the partner's half to the half a lane keeps, the same
@@ -233,8 +159,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
             for (int n = 0; n < 4; ++n) mma(c[n], a, b[k][2 * n], b[k][2 * n + 1]);
           }
-        const float w_lo = h16 + g < s.heads ? __ldg(w + h16 + g) : 0.0f;
-        const float w_hi = h16 + g + 8 < s.heads ? __ldg(w + h16 + g + 8) : 0.0f;
+        const float w_lo = w[h16 + g], w_hi = w[h16 + g + 8];
 #pragma unroll
         for (int n = 0; n < 4; ++n)
 #pragma unroll

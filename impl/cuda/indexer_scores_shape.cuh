@@ -41,9 +41,13 @@ struct Layout {
   __host__ __device__ std::size_t queries_bytes() const {
     return std::size_t(heads16) * stride * 2;
   }
-  // keys, two query tiles (the next one loads while the current one is used), scales
-  __host__ __device__ std::size_t bytes() const {
+  // keys, two query tiles (the next one loads while the current one is used), scales,
+  // then the two query tiles' weights
+  __host__ __device__ std::size_t weights_offset() const {
     return keys_bytes() + 2 * queries_bytes() + 4 * kTileKeys;
+  }
+  __host__ __device__ std::size_t bytes() const {
+    return weights_offset() + 2 * std::size_t(heads16) * 4;
   }
 };
 
