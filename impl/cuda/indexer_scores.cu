@@ -114,8 +114,8 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       copy_async_wait<0>();
     }
-    __syncthreads();                       // query t's tiles are complete for every warp
-    const float* w = weight_tile(t - t0);  // zero past H
+    __syncthreads();  // query t's tiles are complete for every warp
+    const float* w = weight_tile(t - t0);
     const bf16* a_row = query_tile(t - t0) + a_offset;
     // The reduction across lanes and the store of one score a key, after each group
     // of heads. The column's eight lanes (xor 4, 8, 16) reduce-scatter their eight
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(kThreads)
       }
       flush(total, t * scores_per_query + i);
     }
-    __syncthreads();  // this tile is free for query t + 2
+    __syncthreads();  // these tiles are free for query t + 2
   }
 }
 

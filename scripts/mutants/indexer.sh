@@ -69,4 +69,4 @@ cuda_mutant indexer cuda-list-round-place-off impl/cuda/indexer_read_once.cu \
 cuda_mutant indexer cuda-query-piece-row-not-carried impl/cuda/indexer_scores_tiles.cuh \
   's|    if (c >= p.chunks) c -= p.chunks, ++h;|    if (c >= p.chunks) c -= p.chunks;|'
 cuda_mutant indexer cuda-weights-of-the-first-tile impl/cuda/indexer_scores.cu \
-  's|    const float\* w = weight_tile(t - t0);  // zero past H|    const float* w = weight_tile(0);|'
+  's|    const float\* w = weight_tile(t - t0);|    const float* w = weight_tile(0);|'
