@@ -1,8 +1,9 @@
 // Lab 27 of source 003 (A.4), verbatim, on the indexer's scorer: the model, the
-// CPU in every key format, and the CUDA scorer with its tiles, query groups and
-// refusals.
+// CPU in every key format, and the CUDA scorer with its tiles and refusals; then a
+// call wide enough that each CUDA block streams several queries, on every backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -94,8 +95,8 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
     EXPECT_EQ(out, kScores) << "format " << int(keys.format);
   }
 
-  // 2 key tiles and 2 query groups; then D > 128 (the 16-slice kernel), an odd D
-  // (element-wise loads) and H not a multiple of 16; then the widest D with 64 heads.
+  // 2 key tiles; then D > 128 (the 16-slice kernel), an odd D (element-wise loads)
+  // and H not a multiple of 16; then the widest D with 64 heads.
   struct Case {
     std::size_t T, H, D, L;
   };
@@ -141,6 +142,66 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
                 .error(),
             (IndexerError{ie::NonFiniteInput{1, 1}}));
   EXPECT_EQ(untouched, F(5, -7));
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// T queries over 2 key tiles, T 2 past the resident blocks of any device up to 400 SMs,
+// so that every CUDA block streams several queries through its two query tiles, and
+// the last block fewer; 20 heads of 72 dimensions, so that a query tile is 320
+// 16-byte pieces and a thread's second piece wraps into a later head row. Integers
+// small enough that every sum is exact in fp32 in any order (|score| <= 20 4 72 8 15
+// < 2^24): each backend's score is the weighted ReLU sum computed in doubles.
+struct WideCall {
+  static constexpr std::size_t T = 800, H = 20, D = 72, L = 260;
+  F queries = F(T * H * D), weights = F(T * H), keys = F(L * D);
+  std::vector<std::byte> key_bytes = std::vector<std::byte>(L * D * 2);
+  WideCall() {
+    for (std::size_t i = 0; i < queries.size(); ++i) queries[i] = float(int(i * 37 % 17) - 8);
+    for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = float(int(i * 13 % 31) - 15);
+      const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(keys[i]) >> 16);
+      std::memcpy(key_bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  IndexKeys bf16_keys() const { return {KeyFormat::BF16, key_bytes, D}; }
+  double score(std::size_t t, std::size_t j) const {
+    double sum = 0;
+    for (std::size_t h = 0; h < H; ++h) {
+      double dot = 0;
+      for (std::size_t d = 0; d < D; ++d)
+        dot += double(queries[(t * H + h) * D + d]) * double(keys[j * D + d]);
+      sum += double(weights[t * H + h]) * std::max(dot, 0.0);
+    }
+    return sum;
+  }
+  void expect_exact(const F& out, const char* backend) const {
+    ASSERT_EQ(out.size(), T * L);
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t j = 0; j < L; ++j)
+        ASSERT_EQ(double(out[t * L + j]), score(t, j)) << backend << " query " << t << " key " << j;
+  }
+};
+
+TEST(IndexerCpu, a_call_of_many_queries_is_exact_on_the_grid) {
+  const WideCall c;
+  F out(c.T * c.L, NAN);
+  ASSERT_TRUE(cpu::index_scores_batch(c.queries, c.weights, c.T, c.bf16_keys(), out).ok());
+  c.expect_exact(out, "cpu");
+}
+
+TEST(IndexerCuda, blocks_of_several_queries_are_exact_on_the_grid) {
+#ifdef AETHER_HAVE_CUDA
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  const WideCall c;
+  std::vector<std::uint16_t> queries(c.queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    queries[i] = std::uint16_t(std::bit_cast<std::uint32_t>(c.queries[i]) >> 16);
+  F out(c.T * c.L, NAN);
+  ASSERT_TRUE(props::cuda_index_scores(queries, c.weights, c.T, c.bf16_keys(), out).ok());
+  c.expect_exact(out, "cuda");
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
