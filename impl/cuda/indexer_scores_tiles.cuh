@@ -79,8 +79,8 @@ __device__ __forceinline__ void copy_async_wait() {
 }
 
 // The 16-byte pieces of a query tile a thread copies: piece i = h chunks + c for i =
-// threadIdx.x, + kThreads, ..., walked by a step found once a block (a division a
-// piece cost about twenty instructions, a sixth of the kernel's with 64-bit offsets).
+// threadIdx.x, + kThreads, ..., walked by a step found once a block (a division and
+// 64-bit offsets a piece were 23% of full scoring's instructions, docs/performance.md).
 struct QueryPieces {
   unsigned h, c, chunks, step_h, step_c;
   __device__ explicit QueryPieces(const Layout& lay) : chunks(lay.dim16 / 8) {
