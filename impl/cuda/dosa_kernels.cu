@@ -1,7 +1,6 @@
 // The kernels of CUDA DoSA (impl/cuda/dosa_kernels.hpp) up to the survivors: fills,
 // seed marks, norms and the bound test. The screens' preparation is in
 // dosa_prepare.cu, the thresholds in dosa_threshold.cu, the merges in dosa_merge.cu.
-#include <cuda_bf16.h>
 
 #include <algorithm>
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "impl/cuda/gate.cuh"
 #include "impl/cuda/indexer.hpp"
