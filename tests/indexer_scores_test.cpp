@@ -79,6 +79,49 @@ TEST(IndexerCpu, lab27_scores_in_every_key_format) {
   }
 }
 
+// A batch on an integer grid: T queries of H heads, D dimensions, over L bf16 keys,
+// the values small integers (queries in [-8, 8], weights in [-4, 4], keys in
+// [-15, 15]), all exact in bf16.
+struct GridCall {
+  std::size_t T, H, D, L;
+  F queries, weights, keys;
+  std::vector<std::uint16_t> query_bits;
+  std::vector<std::byte> key_bytes;
+  GridCall(std::size_t t, std::size_t h, std::size_t d, std::size_t l)
+      : T(t),
+        H(h),
+        D(d),
+        L(l),
+        queries(t * h * d),
+        weights(t * h),
+        keys(l * d),
+        query_bits(t * h * d),
+        key_bytes(l * d * 2) {
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      queries[i] = float(int(i * 37 % 17) - 8);
+      query_bits[i] = std::uint16_t(std::bit_cast<std::uint32_t>(queries[i]) >> 16);
+    }
+    for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = float(int(i * 13 % 31) - 15);
+      const auto bits = std::uint16_t(std::bit_cast<std::uint32_t>(keys[i]) >> 16);
+      std::memcpy(key_bytes.data() + 2 * i, &bits, 2);
+    }
+  }
+  IndexKeys bf16_keys() const { return {KeyFormat::BF16, key_bytes, D}; }
+  // query t's score of key j in doubles: exact while every partial sum stays below 2^53
+  double score(std::size_t t, std::size_t j) const {
+    double sum = 0;
+    for (std::size_t h = 0; h < H; ++h) {
+      double dot = 0;
+      for (std::size_t d = 0; d < D; ++d)
+        dot += double(queries[(t * H + h) * D + d]) * double(keys[j * D + d]);
+      sum += double(weights[t * H + h]) * std::max(dot, 0.0);
+    }
+    return sum;
+  }
+};
+
 // The CUDA scorer: the lab's printed scores from bf16 and E4M3 keys; a grid batch
 // spanning several key tiles and query groups equal to the model bit for bit;
 // what the device refuses.
@@ -101,23 +144,10 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
     std::size_t T, H, D, L;
   };
   for (const Case& c : {Case{40, 5, 24, 300}, Case{3, 17, 201, 130}, Case{2, 64, 256, 40}}) {
-    std::vector<std::uint16_t> queries(c.T * c.H * c.D);
-    F query_values(queries.size()), weights(c.T * c.H);
-    for (std::size_t i = 0; i < queries.size(); ++i) {
-      query_values[i] = float(int(i * 37 % 17) - 8);
-      queries[i] = std::uint16_t(std::bit_cast<std::uint32_t>(query_values[i]) >> 16);
-    }
-    for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
-    std::vector<std::byte> keys(c.L * c.D * 2);
-    for (std::size_t i = 0; i < c.L * c.D; ++i) {
-      const auto h =
-          std::uint16_t(std::bit_cast<std::uint32_t>(float(int(i * 13 % 31) - 15)) >> 16);
-      std::memcpy(keys.data() + 2 * i, &h, 2);
-    }
-    const IndexKeys batch_keys{KeyFormat::BF16, keys, c.D};
+    const GridCall g(c.T, c.H, c.D, c.L);
     F out(c.T * c.L, NAN);
-    ASSERT_TRUE(props::cuda_index_scores(queries, weights, c.T, batch_keys, out).ok());
-    const auto want = model::index_scores_batch(query_values, weights, c.T, batch_keys).value();
+    ASSERT_TRUE(props::cuda_index_scores(g.query_bits, g.weights, c.T, g.bf16_keys(), out).ok());
+    const auto want = model::index_scores_batch(g.queries, g.weights, c.T, g.bf16_keys()).value();
     for (std::size_t i = 0; i < out.size(); ++i)
       ASSERT_EQ(model::exact(out[i]), want[i]) << "D " << c.D << " score " << i;
   }
@@ -147,61 +177,35 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
 #endif
 }
 
-// T queries over 2 key tiles, T 2 past the resident blocks of any device up to 400 SMs,
-// so that every CUDA block streams several queries through its two query tiles, and
-// the last block fewer; 20 heads of 72 dimensions, so that a query tile is 320
-// 16-byte pieces and a thread's second piece wraps into a later head row. Integers
-// small enough that every sum is exact in fp32 in any order (|score| <= 20 4 72 8 15
-// < 2^24): each backend's score is the weighted ReLU sum computed in doubles.
-struct WideCall {
-  static constexpr std::size_t T = 800, H = 20, D = 72, L = 260;
-  F queries = F(T * H * D), weights = F(T * H), keys = F(L * D);
-  std::vector<std::byte> key_bytes = std::vector<std::byte>(L * D * 2);
-  WideCall() {
-    for (std::size_t i = 0; i < queries.size(); ++i) queries[i] = float(int(i * 37 % 17) - 8);
-    for (std::size_t i = 0; i < weights.size(); ++i) weights[i] = float(int(i * 11 % 9) - 4);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      keys[i] = float(int(i * 13 % 31) - 15);
-      const auto h = std::uint16_t(std::bit_cast<std::uint32_t>(keys[i]) >> 16);
-      std::memcpy(key_bytes.data() + 2 * i, &h, 2);
-    }
-  }
-  IndexKeys bf16_keys() const { return {KeyFormat::BF16, key_bytes, D}; }
-  double score(std::size_t t, std::size_t j) const {
-    double sum = 0;
-    for (std::size_t h = 0; h < H; ++h) {
-      double dot = 0;
-      for (std::size_t d = 0; d < D; ++d)
-        dot += double(queries[(t * H + h) * D + d]) * double(keys[j * D + d]);
-      sum += double(weights[t * H + h]) * std::max(dot, 0.0);
-    }
-    return sum;
-  }
-  void expect_exact(const F& out, const char* backend) const {
-    ASSERT_EQ(out.size(), T * L);
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t j = 0; j < L; ++j)
-        ASSERT_EQ(double(out[t * L + j]), score(t, j)) << backend << " query " << t << " key " << j;
-  }
-};
+// 800 queries over 2 key tiles: T 2 past the resident blocks of any device up to 400
+// SMs, so that every CUDA block streams several queries through its two query tiles,
+// and the last block fewer; 20 heads of 72 dimensions, so that a query tile is 320
+// 16-byte pieces and a thread's second piece wraps into a later head row. Every sum is
+// exact in fp32 in any order (|score| <= 20 4 72 8 15 < 2^24), so each backend's
+// score is the doubles' one.
+GridCall wide_call() { return GridCall(800, 20, 72, 260); }
+void expect_exact(const GridCall& c, const F& out, const char* backend) {
+  ASSERT_EQ(out.size(), c.T * c.L);
+  for (std::size_t t = 0; t < c.T; ++t)
+    for (std::size_t j = 0; j < c.L; ++j)
+      ASSERT_EQ(double(out[t * c.L + j]), c.score(t, j))
+          << backend << " query " << t << " key " << j;
+}
 
 TEST(IndexerCpu, a_call_of_many_queries_is_exact_on_the_grid) {
-  const WideCall c;
+  const GridCall c = wide_call();
   F out(c.T * c.L, NAN);
   ASSERT_TRUE(cpu::index_scores_batch(c.queries, c.weights, c.T, c.bf16_keys(), out).ok());
-  c.expect_exact(out, "cpu");
+  expect_exact(c, out, "cpu");
 }
 
 TEST(IndexerCuda, blocks_of_several_queries_are_exact_on_the_grid) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
-  const WideCall c;
-  std::vector<std::uint16_t> queries(c.queries.size());
-  for (std::size_t i = 0; i < queries.size(); ++i)
-    queries[i] = std::uint16_t(std::bit_cast<std::uint32_t>(c.queries[i]) >> 16);
+  const GridCall c = wide_call();
   F out(c.T * c.L, NAN);
-  ASSERT_TRUE(props::cuda_index_scores(queries, c.weights, c.T, c.bf16_keys(), out).ok());
-  c.expect_exact(out, "cuda");
+  ASSERT_TRUE(props::cuda_index_scores(c.query_bits, c.weights, c.T, c.bf16_keys(), out).ok());
+  expect_exact(c, out, "cuda");
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
