@@ -179,11 +179,12 @@ TEST(IndexerCuda, lab27_scores_tiles_query_groups_and_refusals) {
 
 // 800 queries over 2 key tiles: T 2 past the resident blocks of any device up to 400
 // SMs, so that every CUDA block streams several queries through its two query tiles,
-// and the last block fewer; 20 heads of 72 dimensions, so that a query tile is 320
-// 16-byte pieces and a thread's second piece wraps into a later head row. Every sum is
-// exact in fp32 in any order (|score| <= 20 4 72 8 15 < 2^24), so each backend's
-// score is the doubles' one.
-GridCall wide_call() { return GridCall(800, 20, 72, 260); }
+// and the last block fewer; 40 heads of 72 dimensions, so that a query tile (48
+// padded rows of 10 pieces of 16 bytes) takes the block's 256 threads twice and a
+// thread's second piece, 25 rows on, wraps its chunk into the next row while that row
+// is still a real head (rows 25 to 39). Every sum is exact in fp32 in any order
+// (|score| <= 40 4 72 8 15 < 2^24), so each backend's score is the doubles' one.
+GridCall wide_call() { return GridCall(800, 40, 72, 260); }
 void expect_exact(const GridCall& c, const F& out, const char* backend) {
   ASSERT_EQ(out.size(), c.T * c.L);
   for (std::size_t t = 0; t < c.T; ++t)
