@@ -19,15 +19,39 @@ constexpr int kRowBlocksPerSm = 4;  // 64 registers for the next chunk's loads
 constexpr unsigned kStreamStages = 3;
 using Stages = float4[kStreamStages][4][32 * kWarpsPerBlock];
 
+// The ring writes of a prefill, as items (request, k-th last position, 128-float
+// piece) dealt over every warp: each request's last min(S, tokens) positions,
+// checked as they are read (the pending ones, which no row reads, are among them:
+// S >= r), each written but those that wait for the verdict (waits_for_verdict).
+__device__ void keep_last_positions(const Launch& c, const RequestMeta* requests, std::size_t n) {
+  const Geometry& g = c.g;
+  const unsigned lane = threadIdx.x % 32;
+  const auto least = [](std::size_t a, std::size_t b) { return a < b ? a : b; };
+  const std::size_t depth = least(g.ring, std::size_t(c.most_tokens));
+  const std::size_t pieces = (g.width + 127) / 128, per_request = depth * pieces;
+  for (std::size_t item = warp_id(); item < n * per_request; item += warp_count()) {
+    const RequestMeta q = requests[item / per_request];
+    const std::size_t k = item % per_request / pieces, piece = item % pieces;
+    if (k >= least(g.ring, std::size_t(q.tokens))) continue;
+    const std::int64_t local = q.tokens - 1 - std::int64_t(k), p = q.start + local;
+    const std::size_t from = std::size_t(q.token_offset + local) * g.width + piece * 128;
+    const std::size_t n = least(128, g.width - piece * 128);
+    float* to = waits_for_verdict(q, p, g) ? nullptr : c.ring + entry_of(q, p, g) + piece * 128;
+    copy_checked<1>(c.projected + from, to, n, from, c.refusal, lane, c.vector);
+  }
+}
+
 // This warp's share of the prefill rows (a run of consecutive rows) at r = 2
 // (16-byte loads) as a stream of (row, 128-channel chunk) items: each lane's four
 // loads of an item are copied into shared memory asynchronously, kStreamStages - 1
 // items ahead of their arithmetic and across row boundaries. (Loading into registers
 // kept two chunks of one row in flight and started each row cold: 55% of DRAM
 // bandwidth with the issue slots half idle.) A lane reads back only what it copied:
-// no barrier.
+// no barrier. `between` runs once the first items' loads are asked for, under
+// their latency.
+template <class Between>
 __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::size_t n,
-                             bool in_parameters, Stages& stage) {
+                             bool in_parameters, Stages& stage, Between between) {
   const Geometry& g = c.g;
   const unsigned lane = threadIdx.x % 32, slot = threadIdx.x, D = g.dim, chunks = (D + 127) / 128;
   const std::size_t warps = warp_count(), share = (c.rows + warps - 1) / warps;
@@ -82,6 +106,7 @@ __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::
     __pipeline_commit();  // empty past the end: the waits below count every stage
   };
   for (unsigned k = 0; k + 1 < kStreamStages; ++k) ask_next(k);
+  between();
   unsigned u = 0, refill = kStreamStages - 1;  // this item's stage, and the one asked for now
   for (Item at{first, 0}; at.row < last;
        advance(at), u = next_stage(u), refill = next_stage(refill)) {
@@ -100,28 +125,6 @@ __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::
                    latents[2] = {stage[u][1][slot], stage[u][3][slot]};
       channel_quad<2>(scores, latents, use.in, d, D, c.refusal, out);
     }
-  }
-}
-
-// The ring writes of a prefill, as items (request, k-th last position, 128-float
-// piece) dealt over every warp: each request's last min(S, tokens) positions,
-// checked as they are read (the pending ones, which no row reads, are among them:
-// S >= r), each written but those that wait for the verdict (waits_for_verdict).
-__device__ void keep_last_positions(const Launch& c, const RequestMeta* requests, std::size_t n) {
-  const Geometry& g = c.g;
-  const unsigned lane = threadIdx.x % 32;
-  const auto least = [](std::size_t a, std::size_t b) { return a < b ? a : b; };
-  const std::size_t depth = least(g.ring, std::size_t(c.most_tokens));
-  const std::size_t pieces = (g.width + 127) / 128, per_request = depth * pieces;
-  for (std::size_t item = warp_id(); item < n * per_request; item += warp_count()) {
-    const RequestMeta q = requests[item / per_request];
-    const std::size_t k = item % per_request / pieces, piece = item % pieces;
-    if (k >= least(g.ring, std::size_t(q.tokens))) continue;
-    const std::int64_t local = q.tokens - 1 - std::int64_t(k), p = q.start + local;
-    const std::size_t from = std::size_t(q.token_offset + local) * g.width + piece * 128;
-    const std::size_t n = least(128, g.width - piece * 128);
-    float* to = waits_for_verdict(q, p, g) ? nullptr : c.ring + entry_of(q, p, g) + piece * 128;
-    copy_checked<1>(c.projected + from, to, n, from, c.refusal, lane, c.vector);
   }
 }
 
@@ -144,13 +147,15 @@ __device__ void keep_waiting_positions(const Launch& c, const RequestMeta* reque
     const std::int64_t p = first + ((b + i - first) % S + S) % S;
     if (p >= last) continue;
     const std::size_t from = std::size_t(q.token_offset + (p - q.start)) * g.width;
-    copy_checked<8>(c.projected + from, c.ring + entry_of(q, p, g), g.width, from, c.refusal, lane,
-                    c.vector);
+    copy_checked<8, true>(c.projected + from, c.ring + entry_of(q, p, g), g.width, from, c.refusal,
+                          lane, c.vector);
   }
 }
 
-// Prefill, one pass: every output row (row index, position, bf16 channels), then the
+// Prefill, one pass: every output row (row index, position, bf16 channels) and the
 // chunk's last S positions into the ring, all but those landing on a pending input.
+// At r = 2 the ring's go first, their loads under the rows' first ones (last, each
+// warp's trip to memory for them added to the kernel's end).
 template <int R>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
     prefill_rows(const __grid_constant__ Launch c, const __grid_constant__ Requests table) {
@@ -161,7 +166,8 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
   const std::int64_t r = R > 0 ? R : c.g.ratio;  // a constant where the template gives it
   if constexpr (R == 2) {
     __shared__ Stages stage;
-    stream_pairs(c, requests, n, table.in_memory == nullptr, stage);
+    stream_pairs(c, requests, n, table.in_memory == nullptr, stage,
+                 [&] { keep_last_positions(c, requests, n); });
   } else {
     for_each_item(
         requests, n, table.in_memory == nullptr, c.rows,
@@ -179,8 +185,8 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
             group_row<R>(q, j, c.projected, c.ring, c.g, c.refusal, out, lane, nullptr);
           }
         });
+    keep_last_positions(c, requests, n);
   }
-  keep_last_positions(c, requests, n);
 }
 
 // Prefill's second kernel, a programmatic dependent of the first: on a clean word,
@@ -188,7 +194,6 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
 __global__ void keep_deferred_positions(const __grid_constant__ Launch c,
                                         const __grid_constant__ Requests table) {
   wait_for_previous_kernel();
-  if (*c.refusal != kNoRefusal) return;
   keep_waiting_positions(c, table.table(), table.count);
 }
 }  // namespace

@@ -31,8 +31,10 @@ __device__ inline float component(const float4& x, int k) {
 // a lane where `vector` (n a multiple of 4, both 16-byte aligned), reporting every
 // non-finite value by `code` + its offset. kLoads loads a lane are in flight before
 // the first store (8: a 4 KiB position at once): a store may alias the next load,
-// so one load at a time would wait out DRAM's latency at every step.
-template <int kLoads>
+// so one load at a time would wait out DRAM's latency at every step. With
+// kOnCleanVerdict, nothing is stored unless the verdict (`refusal`) is still clean,
+// read after each round's loads are issued: one trip to memory, not two.
+template <int kLoads, bool kOnCleanVerdict = false>
 __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
                                     unsigned long long code, unsigned long long* refusal,
                                     unsigned lane, bool vector) {
@@ -44,6 +46,7 @@ __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
       for (int k = 0; k < kLoads; ++k)
         if (base + 32 * k < quads)
           x[k] = __ldg(reinterpret_cast<const float4*>(from) + base + 32 * k);
+      if (kOnCleanVerdict && *refusal != kNoRefusal) return;
 #pragma unroll
       for (int k = 0; k < kLoads; ++k) {
         const std::size_t i = base + 32 * k;
@@ -58,6 +61,7 @@ __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
   }
   for (std::size_t i = lane; i < n; i += 32) {
     const float x = from[i];
+    if (kOnCleanVerdict && *refusal != kNoRefusal) return;
     if (!isfinite(x)) report(refusal, code + i);
     if (to != nullptr) to[i] = x;
   }

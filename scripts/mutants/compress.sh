@@ -70,8 +70,8 @@ mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
 # row divisions rounding down, a quad's lanes swapped.
 cuda_mutant compress cuda-prefill-writes-pending-entries-before-its-rows impl/cuda/compress_prefill.cu \
   's|^  const std::size_t n = table.count;$|  const std::size_t n = table.count; keep_waiting_positions(c, requests, n);|'
-cuda_mutant compress cuda-prefill-deferred-writes-ignore-the-verdict impl/cuda/compress_prefill.cu \
-  's|  if (\*c.refusal != kNoRefusal) return;||'
+cuda_mutant compress cuda-prefill-deferred-writes-ignore-the-verdict impl/cuda/compress_rows.cuh \
+  's|if (kOnCleanVerdict \&\& \*refusal != kNoRefusal) return;||g'
 cuda_mutant compress cuda-checked-copies-unchecked impl/cuda/compress_rows.cuh \
   's|        if (!all_finite(x\[k\]))$|        if (false)|'
 cuda_mutant compress cuda-old-ring-entries-unchecked impl/cuda/compress_rows.cuh \
