@@ -64,9 +64,10 @@ cuda_mutant indexer cuda-refined-bin-of-the-kth-dropped impl/cuda/read_once_sele
   's|    warp_append(valid \&\& (merit(item) \& fixed) >= prefix,|    warp_append(valid \&\& (merit(item) \& fixed) > prefix,|'
 cuda_mutant indexer cuda-list-round-place-off impl/cuda/indexer_read_once.cu \
   's|  const unsigned below = (1u << lane) - 1;|  const unsigned below = (2u << lane) - 1;|'
-# the scorer's query pieces: a wrapped chunk not carried into the next head row; every
-# query of a block weighted by the first one's weight tile
-cuda_mutant indexer cuda-query-piece-row-not-carried impl/cuda/indexer_scores_tiles.cuh \
-  's|    if (c >= p.chunks) c -= p.chunks, ++h;|    if (c >= p.chunks) c -= p.chunks;|'
+# the scorer's query pieces: a wrapped chunk carried two head rows on, not one (left
+# uncarried, a thread's pieces are still a permutation of the tile's: an equivalent
+# mutant); every query of a block weighted by the first one's weight tile
+cuda_mutant indexer cuda-query-piece-row-carried-twice impl/cuda/indexer_scores_tiles.cuh \
+  's|    if (c >= p.chunks) c -= p.chunks, ++h;|    if (c >= p.chunks) c -= p.chunks, h += 2;|'
 cuda_mutant indexer cuda-weights-of-the-first-tile impl/cuda/indexer_scores.cu \
   's|    const float\* w = weight_tile(t - t0);|    const float* w = weight_tile(0);|'
