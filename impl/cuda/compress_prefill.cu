@@ -154,8 +154,9 @@ __device__ void keep_waiting_positions(const Launch& c, const RequestMeta* reque
 
 // Prefill, one pass: every output row (row index, position, bf16 channels) and the
 // chunk's last S positions into the ring, all but those landing on a pending input.
-// At r = 2 the ring's go first, their loads under the rows' first ones (last, each
-// warp's trip to memory for them added to the kernel's end).
+// At r = 2 a warp copies its ring pieces once its first row items are asked for,
+// their loads under those (copied after its rows, they added a trip to memory to
+// the warp's end).
 template <int R>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
     prefill_rows(const __grid_constant__ Launch c, const __grid_constant__ Requests table) {
