@@ -80,10 +80,8 @@ cudaError_t launch_store(const CacheGeometry& g, const float* rows, const std::i
   // (resident_blocks allows the kernel its stages beside its static shared memory)
   const std::size_t shared = fr::kStoreStageBytes;
   const Grid grid = store_grid(reinterpret_cast<const void*>(kernel), n, shared);
-  static const fr::E2m1Codes codes = fr::e2m1_codes();
   return overlapped(kernel, dim3(grid.blocks), fr::kThreads, shared, stream, rows, slots, n,
-                    grid.per_batch, layout_of<F>(g), profile, claims, &verdict->refusal, cache,
-                    codes);
+                    grid.per_batch, layout_of<F>(g), profile, claims, &verdict->refusal, cache);
 }
 
 // The store's kernels, the verdict's reset first among them. The claims' table is

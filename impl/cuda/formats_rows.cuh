@@ -259,32 +259,23 @@ __device__ void for_each_row_part(const Batch& b, unsigned t, const LanePart& p,
 // does, such as a +- 2^-12 (E4M3's smallest gap is 2^-9): code[0][a], code[1][a]
 // (q above a) or code[2][a] (q below), each cuda_fp4.h's conversion of that value.
 // A zero a keeps q's sign: -tiny lies below -0 and converts as -2^-12, to -0.
-// Decoding: pair[b], the values of byte b's two codes (low nibble first). The codes
-// are converted once, on the host (the same cuda_fp4.h functions), and carried in
-// the store's launch parameters: filled by each block, their three software
-// conversions a byte took about 300 instructions a thread before its first item.
-// The read side fills only its pairs, a block at a time (one conversion a byte).
-struct alignas(16) E2m1Codes {
+// Decoding: pair[b], the values of byte b's two codes (low nibble first). Each
+// side holds and fills only its own table, a block at a time: the codes' three
+// software conversions from double a byte would double the work of a read-side
+// block of eight items.
+struct E2m1Codes {
   std::uint8_t code[3][256];
 };
 struct E2m1Pairs {
   float2 pair[256];
 };
-inline E2m1Codes e2m1_codes() {
-  E2m1Codes t{};
-  for (unsigned i = 0; i < 256; ++i) {
+__device__ inline void fill_e2m1_codes(E2m1Codes& t) {
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) {
     const double a = value_of(Element::E4M3, std::uint8_t(i));
     const double at[3] = {a, a + 0x1p-12, a - 0x1p-12};  // a itself: -0 + 0 would be +0
     for (int d = 0; d < 3; ++d)
       t.code[d][i] = __nv_cvt_double_to_fp4(at[d], __NV_E2M1, cudaRoundNearest);
   }
-  return t;
-}
-// The block's copy of the launch's codes, 16 bytes a thread.
-__device__ inline void copy_e2m1_codes(E2m1Codes& to, const E2m1Codes& from) {
-  constexpr unsigned kWords = sizeof(E2m1Codes) / 16;
-  for (unsigned i = threadIdx.x; i < kWords; i += blockDim.x)
-    reinterpret_cast<uint4*>(&to)[i] = reinterpret_cast<const uint4*>(&from)[i];
 }
 __device__ inline void fill_e2m1_pairs(E2m1Pairs& t) {
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x)

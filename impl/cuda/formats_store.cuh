@@ -216,7 +216,7 @@ template <CacheFormat F, bool Fast>
 __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3, Fast))
     store_rows(const float* rows, const std::int32_t* slots, std::size_t n, unsigned per_batch,
                Layout<F> lay, RoundingProfile profile, Claims claims, unsigned long long* verdict,
-               std::byte* cache, const __grid_constant__ E2m1Codes codes) {
+               std::byte* cache) {
   constexpr unsigned stages = kStoreStages;
   __shared__ alignas(16) std::byte images[kWarps][kChunkBytes];
   extern __shared__ float4 staged_all[];
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
     __pipeline_commit();
   };
   for (unsigned k = 0; k < stages - 1; ++k) fetch_next();
-  if constexpr (Fast && !Layout<F>::e4m3) copy_e2m1_codes(e2m1, codes);
+  if constexpr (Fast && !Layout<F>::e4m3) fill_e2m1_codes(e2m1);
   __syncthreads();
   // the claims' table cleared and the verdict reset: nothing above touches either
   // (a programmatic dependent of begin_store, impl/cuda/formats.cu)

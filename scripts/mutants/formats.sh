@@ -33,9 +33,6 @@ cuda_mutant formats cuda-slot-twice-refused-at-the-earlier-row impl/cuda/formats
   's|refusal(0, before > j ? before : j)|refusal(0, before > j ? j : before)|'
 cuda_mutant formats cuda-e2m1-sides-swapped impl/cuda/formats_rows.cuh \
   's|return q == v ? 0 : q > v ? 1 : 2;|return q == v ? 0 : q > v ? 2 : 1;|'
-# the store's block given half of the launch's E2M1 codes
-cuda_mutant formats cuda-e2m1-codes-half-copied impl/cuda/formats_rows.cuh \
-  's|  for (unsigned i = threadIdx.x; i < kWords; i += blockDim.x)|  for (unsigned i = threadIdx.x; i < kWords / 2; i += blockDim.x)|'
 cuda_mutant formats cuda-inverse-scale-one-power-off impl/cuda/formats_store.cuh \
   's|unsigned(254 - scale) << 23|unsigned(253 - scale) << 23|'
 cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh \
