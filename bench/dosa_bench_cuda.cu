@@ -6,6 +6,9 @@
 //   fallback), Gaussian queries and keys (the same), and parallel heads (one
 //   direction, no noise: one anchor is exact), budgets 15 and 16 (with a_A, one
 //   or two 16-head tiles), 4096 and 12288 cold-prior seeds. Medians of 11 calls.
+// - `dosa_bench_cuda costs`: pruning forced on (no probe, the seeds scored after
+//   the decision) on parallel heads at both L, both seed counts and both budgets:
+//   the figures the cost rule of impl/cuda/dosa.cu is fitted to.
 // - `dosa_bench_cuda one`: parallel heads at L 131072, 4096 seeds, budget 15, two
 //   calls each (for a profiler).
 // - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
@@ -166,6 +169,20 @@ int breakeven() {
   return ok ? 0 : 1;
 }
 
+int costs() {
+  bool ok = true;
+  for (const std::size_t keys : {32768, 131072})
+    for (const std::size_t seed_count : {4096, 12288})
+      for (const std::size_t budget : {15, 16}) {
+        props::DosaWorkloadParams p = props::parallel_heads({});
+        p.keys = keys;
+        const Result r = run(props::bf16_dosa_case(p, kK, seed_count, budget), false);
+        print("forced", p, seed_count, budget, r);
+        ok = ok && r.identical;
+      }
+  return ok ? 0 : 1;
+}
+
 int one() {
   props::DosaWorkloadParams p = props::parallel_heads({});
   p.keys = 131072;
@@ -225,6 +242,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0) return breakeven();
+  if (argc > 1 && std::strcmp(argv[1], "costs") == 0) return costs();
   if (argc > 1 && std::strcmp(argv[1], "one") == 0) return one();
   if (argc > 1 && std::strcmp(argv[1], "decode") == 0) return decode();
   return timing();

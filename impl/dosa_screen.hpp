@@ -91,21 +91,27 @@ AETHER_HOST_DEVICE inline double bound_of(const ScreenTerms& terms, float p, dou
 
 // The screen's weights: each retained head's own, plus w_h beta for every head it
 // anchors, rounded up to a float (each multiplies a ReLU), then -1 for a_A when
-// the plan aggregates.
-inline std::vector<float> screen_weights(std::span<const float> w, const DosaPlan& plan) {
-  std::vector<double> folded(w.size(), 0);
+// the plan aggregates; written to `out` (room for |R| + 1), their count returned.
+inline std::size_t screen_weights(std::span<const float> w, const DosaPlan& plan, float* out) {
+  thread_local std::vector<double> folded;  // a batch's plans reuse it
+  folded.assign(w.size(), 0);
   for (std::uint32_t j : plan.retained) folded[j] = w[j];
   for (const DosaAnchor& a : plan.anchors) {
     if (a.anchor != kNoAnchor) folded[a.anchor] += double(w[a.head]) * double(a.beta);
     for (const DosaTerm& m : a.more) folded[m.anchor] += double(w[a.head]) * double(m.beta);
   }
-  std::vector<float> out;
+  std::size_t count = 0;
   for (std::uint32_t j : plan.retained) {
     float f = float(folded[j]);
     if (double(f) < folded[j]) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-    out.push_back(f);
+    out[count++] = f;
   }
-  if (!plan.aggregated.empty()) out.push_back(-1.0f);
+  if (!plan.aggregated.empty()) out[count++] = -1.0f;
+  return count;
+}
+inline std::vector<float> screen_weights(std::span<const float> w, const DosaPlan& plan) {
+  std::vector<float> out(plan.retained.size() + 1);
+  out.resize(screen_weights(w, plan, out.data()));
   return out;
 }
 

@@ -22,10 +22,14 @@ using namespace dosa;
 // The first query's first kProbe keys are the batch's probe (see dosa.hpp).
 constexpr std::size_t kProbe = 16384;
 constexpr double kPays = 0.9;  // pruning must cost under this share of full scoring
-// Costs in tile-keys (one 16-head tile of one query against one key; the H200 scores
-// about 60 of them a nanosecond): a key's bound and list entry, and the pipeline's
-// fixed launches and waits (measured: bench/dosa_bench_cuda, docs/performance.md).
-constexpr double kBoundTiles = 0.5, kFixedTiles = 4e6;
+// Costs in tile-keys (one 16-head tile of one query against one key, as full scoring
+// scores it: the H200 scores about 75 a nanosecond), fitted to forced and probed
+// pruning on parallel heads (bench/dosa_bench_cuda costs, docs/dosa.md): a key's bound
+// and list entry; a seed's tile (scored from the batch's one list of ids, then
+// selected); a survivor's tile (each query's own list, no key tile shared, and past
+// a few percent the wide merge); and the pipeline's fixed cost beyond full scoring's
+// (the probe, the batch's norms, the merge, the host's queueing and three waits).
+constexpr double kBoundTiles = 0.5, kSeedTiles = 2.5, kRescoreTiles = 10, kFixedTiles = 13e6;
 // The most seed tile-keys scored beside the probe. H200, L 131072, 64 queries of 64
 // heads (bench/dosa_bench_cuda): 4096 seeds (2^20 tile-keys) took 20-30 us off a
 // pruned call; 12288 slowed a fallback by 45 us, their blocks holding the SMs the
@@ -53,9 +57,9 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   const double full_tiles = double(n) * double(count) * double(tiles16(heads));
   const auto pays = [&](double rho) {
     return !options.fall_back_when_unpaid ||
-           double(n) * (double(seed_count) * double(tiles16(heads)) +
+           double(n) * (kSeedTiles * double(seed_count) * double(tiles16(heads)) +
                         double(count) * (double(tiles16(width)) + kBoundTiles) +
-                        rho * double(count - seed_count) * double(tiles16(heads))) +
+                        kRescoreTiles * rho * double(count - seed_count) * double(tiles16(heads))) +
                    kFixedTiles <
                kPays * full_tiles;
   };
@@ -234,6 +238,9 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   if (stats != nullptr) *stats = local;
   if (n == 0 || k == 0) return Ok{};
   if (!prune) return rank_all();
+  // Without a probe the seeds wait for no decision: the device scores them while
+  // the host builds the plans' blob.
+  if (!probing) AETHER_TRY(batch_seeds(stream, {}));
   // Built while the device probes (a fallback's scoring, queued behind the probe,
   // outlasts it); uploaded only once pruning is decided.
   const PlanBlob all(plans, host.weights, width, padded);
@@ -243,8 +250,8 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
       local.survivors = std::size_t(host_counts[0]);  // of the probe's others
       return rank_all();
     }
+    if (!speculate) AETHER_TRY(batch_seeds(stream, {}));
   }
-  if (!speculate) AETHER_TRY(batch_seeds(stream, {}));
   AETHER_TRY(all.upload(b.batch.blob, stream, b.batch.plans));
   AETHER_TRY(prepare_of(b.batch, n));
   if (auto st = screens_of(b.batch, n, count); !st.ok()) return st;

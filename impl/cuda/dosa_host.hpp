@@ -144,6 +144,13 @@ class PlanBlob {
     std::vector<AnchorEntry> anchors;
     std::vector<DosaTerm> terms;
     std::vector<float> screen(padded * width, 0.0f);
+    std::size_t retained_total = 0, anchors_total = 0;  // one allocation each
+    for (const DosaPlan& p : plans) {
+      retained_total += p.retained.size();
+      anchors_total += p.anchors.size();
+    }
+    retained.reserve(retained_total);
+    anchors.reserve(anchors_total);
     for (std::size_t t = 0; t < plans.size(); ++t) {
       const DosaPlan& p = plans[t];
       retained.insert(retained.end(), p.retained.begin(), p.retained.end());
@@ -156,8 +163,8 @@ class PlanBlob {
       anchor_first.push_back(std::uint32_t(anchors.size()));
       aggregated.insert(aggregated.end(), p.aggregated.begin(), p.aggregated.end());
       aggregated_first.push_back(std::uint32_t(aggregated.size()));
-      const auto w = dosa_screen::screen_weights(weights.subspan(t * heads, heads), p);
-      std::copy(w.begin(), w.end(), screen.begin() + std::ptrdiff_t(t * width));
+      (void)dosa_screen::screen_weights(weights.subspan(t * heads, heads), p,
+                                        screen.data() + t * width);  // the widest screen
     }
     offsets_ = {add(retained_first), add(retained),         add(anchor_first), add(anchors),
                 add(terms),          add(aggregated_first), add(aggregated),   add(screen)};
