@@ -163,8 +163,9 @@ class PlanBlob {
       anchor_first.push_back(std::uint32_t(anchors.size()));
       aggregated.insert(aggregated.end(), p.aggregated.begin(), p.aggregated.end());
       aggregated_first.push_back(std::uint32_t(aggregated.size()));
-      (void)dosa_screen::screen_weights(weights.subspan(t * heads, heads), p,
-                                        screen.data() + t * width);  // the widest screen
+      (void)dosa_screen::screen_weights(
+          weights.subspan(t * heads, heads), p,
+          screen.data() + t * width);  // width: the widest screen, so it fits
     }
     offsets_ = {add(retained_first), add(retained),         add(anchor_first), add(anchors),
                 add(terms),          add(aggregated_first), add(aggregated),   add(screen)};

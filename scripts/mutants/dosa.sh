@@ -22,7 +22,7 @@ mutant dosa cpu-residual-dropped impl/dosa_screen.hpp \
 mutant dosa model-deduction-doubled model/dosa.cpp \
   's|  return {p - relu(deduction), residual, norm_sq(key)};|  return {p - 2 * relu(deduction), residual, norm_sq(key)};|'
 mutant dosa cpu-deduction-doubled impl/dosa_screen.hpp \
-  's|  if (!plan.aggregated.empty()) out.push_back(-1.0f);|  if (!plan.aggregated.empty()) out.push_back(-2.0f);|'
+  's|  if (!plan.aggregated.empty()) out\[count++\] = -1.0f;|  if (!plan.aggregated.empty()) out[count++] = -2.0f;|'
 mutant dosa model-bound-at-tau-excluded model/dosa.cpp \
   's|  return gap > 0 \&\& u.residual \* u.residual \* u.key_norm_sq < gap \* gap;|  return gap >= 0 \&\& u.residual * u.residual * u.key_norm_sq <= gap * gap;|'
 mutant dosa cpu-rounding-margin-dropped impl/dosa_screen.hpp \
@@ -65,7 +65,7 @@ cuda_mutant dosa cuda-seed-select-drops-the-last-tie impl/cuda/dosa_threshold.cu
 cuda_mutant dosa cuda-residual-dropped impl/cuda/dosa_prepare.cu \
   's|          dosa_screen::anchor_share(w\[a.head\], s, dim|          0 * dosa_screen::anchor_share(w[a.head], s, dim|'
 cuda_mutant dosa cuda-deduction-doubled impl/dosa_screen.hpp \
-  's|  if (!plan.aggregated.empty()) out.push_back(-1.0f);|  if (!plan.aggregated.empty()) out.push_back(-2.0f);|'
+  's|  if (!plan.aggregated.empty()) out\[count++\] = -1.0f;|  if (!plan.aggregated.empty()) out[count++] = -2.0f;|'
 cuda_mutant dosa cuda-margin-without-tensor-core-error impl/cuda/dosa_prepare.cu \
   's|  return 48 \* ((dim + 15) / 16) + heads + 2;|  return 0 * (dim + heads);|'
 cuda_mutant dosa cuda-survivor-at-tau-dropped impl/cuda/dosa_merge.cu \
