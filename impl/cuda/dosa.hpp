@@ -22,10 +22,11 @@ namespace aether::cuda {
 // length. Nothing is written on a refusal. The call waits for the device.
 //
 // All queries are scored in full when L <= K, or when the cost rule says the
-// screen cannot pay, in 16-head tiles (the tensor cores' unit):
-// T (S H16 + L (W16 + 1/2) + rho (L - S) H16) + 4e6 >= 0.9 T L H16, W the widest
-// screen (|R|, plus a_A), 4e6 the pipeline's fixed cost; rho = 0 before screening,
-// then the survivor rate of the first query on the first 16384 keys (its probe).
+// screen cannot pay, in 16-head tiles (the tensor cores' unit) at full scoring's cost:
+// T (2.5 S H16 + L (W16 + 1/2) + 10 rho (L - S) H16) + 1.3e7 >= 0.9 T L H16, W the
+// widest screen (|R|, plus a_A), 1.3e7 the pipeline's fixed cost (weights fitted on
+// the H200: dosa.cu); rho = 0 before screening, then the survivor rate of the first
+// query on the first 16384 keys (its probe).
 // Else tau_t = the K-th best seed score; every key's float bound (the retained
 // heads with folded weights and a_A as a bf16 row, scored by the scorer, plus the
 // residual term and the margin) is compared with tau_t; survivors are scored by
