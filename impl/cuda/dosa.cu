@@ -21,15 +21,6 @@ using namespace dosa;
 
 // The first query's first kProbe keys are the batch's probe (see dosa.hpp).
 constexpr std::size_t kProbe = 16384;
-constexpr double kPays = 0.9;  // pruning must cost under this share of full scoring
-// Costs in tile-keys (one 16-head tile of one query against one key, as full scoring
-// scores it: the H200 scores about 75 a nanosecond), fitted to forced and probed
-// pruning on parallel heads (bench/dosa_bench_cuda costs, docs/dosa.md): a key's bound
-// and list entry; a seed's tile (scored from the batch's one list of ids, then
-// selected); a survivor's tile (each query's own list, no key tile shared, and past
-// a few percent the wide merge); and the pipeline's fixed cost beyond full scoring's
-// (the probe, the batch's norms, the merge, the host's queueing and three waits).
-constexpr double kBoundTiles = 0.5, kSeedTiles = 2.5, kRescoreTiles = 10, kFixedTiles = 13e6;
 // The most seed tile-keys scored beside the probe. H200, L 131072, 64 queries of 64
 // heads (bench/dosa_bench_cuda): 4096 seeds (2^20 tile-keys) took 20-30 us off a
 // pruned call; 12288 slowed a fallback by 45 us, their blocks holding the SMs the
@@ -54,14 +45,9 @@ Status<DosaError> dosa_topk(device_span<const std::uint16_t> queries,
   // score its own: ScoreList::heads_per_score), the batch padded with zero screens.
   const std::size_t width = widest_screen(plans), pack = std::max<std::size_t>(1, 64 / width);
   const std::size_t padded = (n + pack - 1) / pack * pack;
-  const double full_tiles = double(n) * double(count) * double(tiles16(heads));
   const auto pays = [&](double rho) {
     return !options.fall_back_when_unpaid ||
-           double(n) * (kSeedTiles * double(seed_count) * double(tiles16(heads)) +
-                        double(count) * (double(tiles16(width)) + kBoundTiles) +
-                        kRescoreTiles * rho * double(count - seed_count) * double(tiles16(heads))) +
-                   kFixedTiles <
-               kPays * full_tiles;
+           pruning_pays(BatchShape{n, count, seed_count, heads, width}, rho);
   };
   const bool prune = count > k && pays(0);
   // The probe's keys: query 0 against the first kProbe, their norms queued first.

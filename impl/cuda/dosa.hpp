@@ -25,7 +25,7 @@ namespace aether::cuda {
 // screen cannot pay, in 16-head tiles (the tensor cores' unit) at full scoring's cost:
 // T (2.5 S H16 + L (W16 + 1/2) + 10 rho (L - S) H16) + 1.3e7 >= 0.9 T L H16, W the
 // widest screen (|R|, plus a_A), 1.3e7 the pipeline's fixed cost (weights fitted on
-// the H200: dosa.cu); rho = 0 before screening, then the survivor rate of the first
+// the H200: pruning_pays); rho = 0 before screening, then the survivor rate of the first
 // query on the first 16384 keys (its probe).
 // Else tau_t = the K-th best seed score; every key's float bound (the retained
 // heads with folded weights and a_A as a bf16 row, scored by the scorer, plus the

@@ -71,6 +71,26 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
   return !seeds_ok.ok() ? seeds_ok : more_ok;
 }
 
+namespace {
+// Costs in tile-keys (one 16-head tile of one query against one key, as full scoring
+// scores it: the H200 scores about 75 a nanosecond), fitted to forced and probed
+// pruning on parallel heads (bench/dosa_bench_cuda costs, docs/dosa.md): a key's bound
+// and list entry; a seed's tile (scored from the batch's one list of ids, then
+// selected); a survivor's tile (each query's own list, no key tile shared, and past
+// a few percent the wide merge); and the pipeline's fixed cost beyond full scoring's
+// (the probe, the batch's norms, the merge, the host's queueing and three waits).
+constexpr double kBoundTiles = 0.5, kSeedTiles = 2.5, kRescoreTiles = 10, kFixedTiles = 13e6;
+}  // namespace
+
+bool pruning_pays(const BatchShape& b, double rho) {
+  const double h16 = double(tiles16(b.heads)), keys = double(b.keys), seeds = double(b.seeds);
+  const double pruned = double(b.queries) * (kSeedTiles * seeds * h16 +
+                                             keys * (double(tiles16(b.width)) + kBoundTiles) +
+                                             kRescoreTiles * rho * (keys - seeds) * h16) +
+                        kFixedTiles;
+  return pruned < 0.9 * double(b.queries) * keys * h16;
+}
+
 std::span<std::int32_t> pinned_counts(std::size_t n) {
   thread_local HeldBuffer held(true);
   if (held.reserve(n * 4) != cudaSuccess) return {};

@@ -20,6 +20,14 @@ namespace aether::cuda::dosa {
 // A 16-head tile count: the tensor cores' unit of work.
 inline std::size_t tiles16(std::size_t heads) { return (heads + 15) / 16; }
 
+// The cost rule (docs/dosa.md): whether pruning `queries` queries of `heads` heads
+// over `keys` keys, with `seeds` seeds and screens `width` heads wide, costs under
+// 0.9 of full scoring when a share `rho` of the keys not seeds survives.
+struct BatchShape {
+  std::size_t queries, keys, seeds, heads, width;
+};
+bool pruning_pays(const BatchShape& b, double rho);
+
 // The scorer's refusals as DoSA's.
 DosaError from_indexer(const IndexerError& e);
 
