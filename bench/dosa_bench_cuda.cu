@@ -8,7 +8,7 @@
 //   or two 16-head tiles), 4096 and 12288 cold-prior seeds. Medians of 11 calls.
 // - `dosa_bench_cuda costs`: pruning forced on (no probe, the seeds scored after
 //   the decision) on parallel heads at both L, both seed counts and both budgets:
-//   the figures the cost rule of impl/cuda/dosa.cu is fitted to.
+//   the figures the cost rule (impl/cuda/dosa_host.cu: pruning_pays) is fitted to.
 // - `dosa_bench_cuda one`: parallel heads at L 131072, 4096 seeds, budget 15, two
 //   calls each (for a profiler).
 // - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
