@@ -12,6 +12,7 @@
 #include "props/support/property.hpp"
 
 #ifdef AETHER_HAVE_CUDA
+#include "impl/cuda/dosa_host.hpp"
 #include "impl/cuda/dosa_kernels.hpp"
 #endif
 
@@ -237,10 +238,20 @@ TEST(DosaCuda, the_probe_decides_and_the_lanes_stay_full_scorings) {
                     .ok());
     EXPECT_EQ(got, want);
     // A later plan is checked while the probe runs: its refusal is still the first in
-    // the model's order (before too few seeds), and `out` keeps its bytes.
+    // the model's order (before too few seeds), and `out` keeps its bytes. Its last
+    // retained head repeats its first, so its screen stays one tile wide and the batch
+    // is still probed (a wider screen is scored in full at this length, every plan
+    // checked first).
     std::vector<DosaPlan> bad = c.plans;
-    bad[5].retained.push_back(bad[5].retained.front());
+    bad[5].retained.back() = bad[5].retained.front();
     const std::span<const std::int32_t> all_seeds(c.seeds);
+    for (const std::size_t seeds : {all_seeds.size(), k - 1})
+      ASSERT_TRUE(cuda::dosa::pruning_pays({.queries = n,
+                                            .keys = p.keys,
+                                            .seeds = seeds,
+                                            .heads = p.heads,
+                                            .width = cuda::dosa::widest_screen(bad)},
+                                           0));
     for (const auto s : {all_seeds, all_seeds.first(k - 1)}) {
       std::vector<std::int32_t> untouched(n * k, 77);
       const auto st =
