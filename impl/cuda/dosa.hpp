@@ -21,12 +21,10 @@ namespace aether::cuda {
 // seed; plans' length and a bad plan; fewer than K seeds while L > K; out's
 // length. Nothing is written on a refusal. The call waits for the device.
 //
-// All queries are scored in full when L <= K, or when the cost rule says the
-// screen cannot pay, in 16-head tiles (the tensor cores' unit) at full scoring's cost:
-// T (2.5 S H16 + L (W16 + 1/2) + 10 rho (L - S) H16) + 1.3e7 >= 0.9 T L H16, W the
-// widest screen (|R|, plus a_A), 1.3e7 the pipeline's fixed cost (weights fitted on
-// the H200: pruning_pays); rho = 0 before screening, then the survivor rate of the first
-// query on the first 16384 keys (its probe).
+// All queries are scored in full when L <= K, or when the cost rule
+// (impl/cuda/dosa_host.hpp: pruning_pays; its formula and fitted weights in
+// docs/dosa.md) says the screen cannot pay: before screening, at no survivors, then
+// at the survivor rate of the first query on the first 16384 keys (its probe).
 // Else tau_t = the K-th best seed score; every key's float bound (the retained
 // heads with folded weights and a_A as a bf16 row, scored by the scorer, plus the
 // residual term and the margin) is compared with tau_t; survivors are scored by
