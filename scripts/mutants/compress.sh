@@ -21,7 +21,7 @@ mutant compress cpu-bf16-eight-lanes-packed-wrong impl/cpu/compress.cpp \
   's|_mm256_permute4x64_epi64(packed, 0x08)|_mm256_permute4x64_epi64(packed, 0x00)|'
 mutant compress impl-old-entries-unchecked impl/compress_plan.hpp \
   's|return {q.start / ratio \* ratio, q.start};|return {q.start, q.start};|'
-mutant compress model-refusal-may-change-pending-inputs model/compress.cpp \
+mutant compress model-refusal-may-change-pending-inputs model/compress_batch.cpp \
   's|      if (!pending.contains(entry_of(p))) may_change.insert(entry_of(p));|      may_change.insert(entry_of(p));|'
 # bf16 ties rounded other than to even (the eight-lane path down, the scalar one
 # away), and the score gate weighting every position by the first one's score
