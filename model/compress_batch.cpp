@@ -2,11 +2,11 @@
 // its order (shapes, the ring's capacity, NaN/inf in the inputs, then in the old
 // ring entries a step reads), then each request's prefill or decode on the ring as
 // the step can see it, and the set of entries a refused call may change.
+#include "model/compress.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
-
-#include "model/compress.hpp"
 
 namespace aether::model {
 namespace {
