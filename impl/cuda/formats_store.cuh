@@ -66,16 +66,28 @@ inline constexpr std::size_t kStoreStageBytes =
 // An item's values into a stage (cp.async; the caller commits): `from` is this
 // lane's first value (the item's first plus 4 lane), `stage` the stage's shared
 // address. Placeholders' values come too (inside the rows, never checked nor
-// stored: see store_item).
-__device__ inline void fetch_values(const float* from, unsigned size, unsigned stage) {
+// stored: see store_item). EvictFirst: the values, read once, marked first to
+// leave the L2 (IndexFp4: 0.77 of the copy at 262144 rows against 0.74-0.75, 0.66-0.68
+// at 65536 against 0.64-0.66; MainFp8 fell from 0.83 to 0.68 at 262144 so, and
+// keeps the default: docs/performance.md).
+template <bool EvictFirst>
+__device__ void fetch_values(const float* from, unsigned size, unsigned stage) {
   const unsigned lane = threadIdx.x % 32, key = fetch_key(lane);
+  unsigned long long policy = 0;
+  if constexpr (EvictFirst)
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
 #pragma unroll
-  for (unsigned u = 0; u < kChunk / 128; ++u)
-    if (4 * (lane + 32 * u) < size)
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                       stage + 16 * ((key ^ 4 * (u % 2)) + 32 * u)),
-                   "l"(from + 128 * u)
+  for (unsigned u = 0; u < kChunk / 128; ++u) {
+    if (4 * (lane + 32 * u) >= size) continue;
+    const unsigned to = stage + 16 * ((key ^ 4 * (u % 2)) + 32 * u);
+    if constexpr (EvictFirst)
+      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(to),
+                   "l"(from + 128 * u), "l"(policy)
                    : "memory");
+    else
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from + 128 * u)
+                   : "memory");
+  }
 }
 
 // A NaN or infinity among a lane's values refused at the first one's flat index.
@@ -241,7 +253,8 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   const auto fetch_next = [&] {
     if (ahead_left != 0) {
       const unsigned size = ahead_left < kChunk ? unsigned(ahead_left) : kChunk;
-      fetch_values(ahead, size, stage_base + fetched % stages * kStagedQuads * 16);
+      fetch_values<Layout<F>::index>(ahead, size,
+                                     stage_base + fetched % stages * kStagedQuads * 16);
       ahead += kChunk, ahead_left -= size;
       if (ahead_left == 0) ahead_base += batch_stride(per_batch), start_batch();
     }
