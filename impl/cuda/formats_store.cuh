@@ -4,6 +4,7 @@
 // CUDA source only.
 #pragma once
 
+#include "impl/cuda/evict_first.cuh"
 #include "impl/cuda/formats_rows.cuh"
 
 namespace aether::cuda::formats_rows {
@@ -73,17 +74,13 @@ inline constexpr std::size_t kStoreStageBytes =
 template <bool EvictFirst>
 __device__ void fetch_values(const float* from, unsigned size, unsigned stage) {
   const unsigned lane = threadIdx.x % 32, key = fetch_key(lane);
-  unsigned long long policy = 0;
-  if constexpr (EvictFirst)
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  const unsigned long long policy = EvictFirst ? evict_first_policy() : 0;
 #pragma unroll
   for (unsigned u = 0; u < kChunk / 128; ++u) {
     if (4 * (lane + 32 * u) >= size) continue;
     const unsigned to = stage + 16 * ((key ^ 4 * (u % 2)) + 32 * u);
     if constexpr (EvictFirst)
-      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(to),
-                   "l"(from + 128 * u), "l"(policy)
-                   : "memory");
+      fetch_evict_first(to, from + 128 * u, policy);
     else
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from + 128 * u)
                    : "memory");

@@ -1,0 +1,25 @@
+// 16-byte asynchronous copies into shared memory (cp.async.cg; the caller commits
+// and waits) of values a kernel reads once, marked first to leave the L2: the
+// formats' IndexFp4 store and prefill's row items, each measured faster so
+// (docs/performance.md), while MainFp8's store measured slower and keeps plain
+// copies. Device code only (sm_90).
+#pragma once
+
+namespace aether::cuda {
+
+// The policy every hinted copy of a thread carries (one instruction).
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// 16 bytes from `from` to the shared address `to`.
+__device__ __forceinline__ void fetch_evict_first(unsigned to, const void* from,
+                                                  unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
+               "l"(policy)
+               : "memory");
+}
+
+}  // namespace aether::cuda
