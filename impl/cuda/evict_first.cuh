@@ -2,7 +2,8 @@
 // and waits) of values a kernel reads once, marked first to leave the L2: the
 // formats' IndexFp4 store (faster at every size measured) and prefill's row items
 // (3 to 5 points of the copy faster at 32 and 64 x 512, 2 slower at 128 x 512);
-// MainFp8's store measured slower and keeps plain copies (docs/performance.md).
+// MainFp8's store and decode's register loads measured slower and keep plain ones
+// (docs/performance.md).
 // Device code only (sm_90).
 #pragma once
 
