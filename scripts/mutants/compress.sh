@@ -120,3 +120,6 @@ cuda_mutant compress cuda-parameter-search-overshoots impl/cuda/compress_table.c
 # prefill's second kernel queued only when its first request starts inside a group
 cuda_mutant compress cuda-pending-inputs-of-the-first-request-only impl/cuda/compress.cu \
   's|      requests.begin(), requests.end(), \[\&\](const auto\& q) { return q.start % shape.ratio != 0; });|      requests.begin(), requests.begin() + 1, [\&](const auto\& q) { return q.start % shape.ratio != 0; });|'
+# the evict-first fetch (impl/cuda/evict_first.cuh) copying zeros: prefill's row items read it
+cuda_mutant compress cuda-prefill-fetch-zero-filled impl/cuda/evict_first.cuh \
+  's|\[%0\], \[%1\], 16, %2;|[%0], [%1], 16, 0, %2;|'

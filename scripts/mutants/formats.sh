@@ -57,3 +57,6 @@ cuda_mutant formats cuda-claims-half-cleared impl/cuda/formats.cu \
 # the store's first kernel not resetting the verdict: a refusal outlives its call
 cuda_mutant formats cuda-store-verdict-not-reset impl/cuda/formats.cu \
   's|if (blockIdx.x == 0 \&\& threadIdx.x == 0) \*verdict = |if (blockIdx.x == 0 \&\& threadIdx.x == 0 \&\& false) *verdict = |'
+# the evict-first fetch (impl/cuda/evict_first.cuh) copying zeros: IndexFp4's store reads it
+cuda_mutant formats cuda-index-fetch-zero-filled impl/cuda/evict_first.cuh \
+  's|\[%0\], \[%1\], 16, %2;|[%0], [%1], 16, 0, %2;|'
