@@ -66,9 +66,9 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   }
   // with no pending input (every start a multiple of r) no ring write waits for
   // the verdict: the second kernel would only wait
-  const bool pending_inputs = std::any_of(
-      requests.begin(), requests.end(), [&](const auto& q) { return q.start % shape.ratio != 0; });
-  int failure = ck::queue_prefill(c, table, pending_inputs, stream);
+  c.pending_inputs = std::any_of(requests.begin(), requests.end(),
+                                 [&](const auto& q) { return q.start % shape.ratio != 0; });
+  int failure = ck::queue_prefill(c, table, stream);
   if (failure == 0) failure = cudaGetLastError();
   // recorded on every path: the call that next takes the buffer waits for it
   if (!in_parameters)

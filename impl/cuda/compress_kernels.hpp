@@ -29,12 +29,12 @@ struct Launch {
   unsigned long long* refusal = nullptr;  // the verdict word, kNoRefusal before the call
   int ratio_path = 0;                     // 1, 2 or 4: the 16-byte register paths; 0: any ratio
   bool vector = false;                    // D % 4 == 0 and projected, ring 16-byte aligned
+  // prefill: some request starts inside a group (start mod r != 0), so some ring
+  // writes wait for the verdict, in a second kernel
+  bool pending_inputs = false;
 };
 
-// `pending_inputs`: some request starts inside a group (start mod r != 0), so
-// writes wait for the verdict in a second kernel.
-cudaError_t queue_prefill(const Launch& launch, const Requests& table, bool pending_inputs,
-                          Stream stream);
+cudaError_t queue_prefill(const Launch& launch, const Requests& table, Stream stream);
 // The step's requests and their first tokens (the plan's) go into the launches' own
 // parameters (DecodeRequests).
 cudaError_t queue_decode(const Launch& launch, std::span<const CompressRequest> requests,

@@ -155,8 +155,9 @@ __device__ void keep_waiting_positions(const Launch& c, const RequestMeta* reque
     if (p >= last) continue;
     const std::size_t from = std::size_t(q.token_offset + (p - q.start)) * g.width;
     copy_checked<8, true>(c.projected + from, c.ring + entry_of(q, p, g), g.width, from, c.refusal,
-                          lane, c.vector);
+                          lane, c.vector, [] { wait_for_previous_kernel(); });
   }
+  wait_for_previous_kernel();  // every warp: the kernel ends after the rows' kernel
 }
 
 // Prefill, one pass: every output row (row index, position, bf16 channels) and the
@@ -168,6 +169,8 @@ template <int R>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
     prefill_rows(const __grid_constant__ Launch c, const __grid_constant__ Requests table) {
   wait_for_previous_kernel();  // a dependent of the table's upload, if any
+  // the second kernel's blocks take the SMs this kernel's leave, and load under its tail
+  if (c.pending_inputs) let_next_kernel_start();
   const RequestMeta* requests = table.table();
   const std::size_t n = table.count;
   const unsigned lane = threadIdx.x % 32;
@@ -197,17 +200,19 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
   }
 }
 
-// Prefill's second kernel, a programmatic dependent of the first: on a clean word,
-// the ring writes that land on a pending input (at most r - 1 a request).
+// Prefill's second kernel, a programmatic dependent of the first, which lets it start
+// at once: on a clean word, the ring writes that land on a pending input (at most
+// r - 1 a request). Its loads, of `projected` (which the first kernel only reads), go
+// before its wait; the verdict and the writes after it (32 x 512 from an odd start
+// 25.2-25.5 us in a graph against 26.2-26.3 with its loads after the wait: H200,
+// docs/performance.md).
 __global__ void keep_deferred_positions(const __grid_constant__ Launch c,
                                         const __grid_constant__ Requests table) {
-  wait_for_previous_kernel();
   keep_waiting_positions(c, table.table(), table.count);
 }
 }  // namespace
 
-cudaError_t queue_prefill(const Launch& c, const Requests& table, bool pending_inputs,
-                          Stream stream) {
+cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream) {
   cudaError_t e = cudaSuccess;
   with_ratio(c.ratio_path, [&](auto r) {
     // the rows' warps, or the ring's pieces where they are more
@@ -218,9 +223,12 @@ cudaError_t queue_prefill(const Launch& c, const Requests& table, bool pending_i
                    dim3(resident_grid<prefill_rows<r()>>(std::max(c.rows, ring_items))),
                    int(32 * kWarpsPerBlock), 0, stream, c, table);
   });
-  if (e == cudaSuccess && pending_inputs)
-    e = overlapped(keep_deferred_positions, dim3(unsigned(std::min<std::size_t>(table.count, 64))),
-                   int(32 * kWarpsPerBlock), 0, stream, c, table);
+  if (e == cudaSuccess && c.pending_inputs)
+    e = overlapped(
+        keep_deferred_positions,
+        dim3(unsigned(std::min<std::size_t>(
+            (table.count * std::size_t(c.g.ratio - 1) + kWarpsPerBlock - 1) / kWarpsPerBlock, 64))),
+        int(32 * kWarpsPerBlock), 0, stream, c, table);
   return e;
 }
 

@@ -34,10 +34,14 @@ __device__ inline float component(const float4& x, int k) {
 // so one load at a time would wait out DRAM's latency at every step. With
 // kOnCleanVerdict, nothing is stored unless the verdict (`refusal`) is still clean,
 // read after each round's loads are issued: one trip to memory, not two.
-template <int kLoads, bool kOnCleanVerdict = false>
+// `before_verdict` runs after each round's loads, before the verdict is read.
+struct NoHook {
+  __device__ void operator()() const {}
+};
+template <int kLoads, bool kOnCleanVerdict = false, class BeforeVerdict = NoHook>
 __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
                                     unsigned long long code, unsigned long long* refusal,
-                                    unsigned lane, bool vector) {
+                                    unsigned lane, bool vector, BeforeVerdict before_verdict = {}) {
   if (vector) {
     const std::size_t quads = n / 4;
     for (std::size_t base = lane; base < quads; base += 32 * kLoads) {
@@ -46,6 +50,7 @@ __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
       for (int k = 0; k < kLoads; ++k)
         if (base + 32 * k < quads)
           x[k] = __ldg(reinterpret_cast<const float4*>(from) + base + 32 * k);
+      before_verdict();
       if (kOnCleanVerdict && *refusal != kNoRefusal) return;
 #pragma unroll
       for (int k = 0; k < kLoads; ++k) {
@@ -61,6 +66,7 @@ __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
   }
   for (std::size_t i = lane; i < n; i += 32) {
     const float x = from[i];
+    before_verdict();
     if (kOnCleanVerdict && *refusal != kNoRefusal) return;
     if (!isfinite(x)) report(refusal, code + i);
     if (to != nullptr) to[i] = x;

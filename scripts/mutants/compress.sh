@@ -119,7 +119,7 @@ cuda_mutant compress cuda-parameter-search-overshoots impl/cuda/compress_table.c
   's|    (std::size_t(offset(requests\[mid\])) <= x ? lo : hi) = mid;|    (std::size_t(offset(requests[mid])) <= x + 1 ? lo : hi) = mid;|'
 # prefill's second kernel queued only when its first request starts inside a group
 cuda_mutant compress cuda-pending-inputs-of-the-first-request-only impl/cuda/compress.cu \
-  's|      requests.begin(), requests.end(), \[\&\](const auto\& q) { return q.start % shape.ratio != 0; });|      requests.begin(), requests.begin() + 1, [\&](const auto\& q) { return q.start % shape.ratio != 0; });|'
+  's|  c.pending_inputs = std::any_of(requests.begin(), requests.end(),|  c.pending_inputs = std::any_of(requests.begin(), requests.begin() + 1,|'
 # the evict-first fetch (impl/cuda/evict_first.cuh) copying zeros: prefill's row items read it
 cuda_mutant compress cuda-prefill-fetch-zero-filled impl/cuda/evict_first.cuh \
   's|\[%0\], \[%1\], 16, %2;|[%0], [%1], 16, 0, %2;|'
