@@ -223,6 +223,7 @@ cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream)
                    dim3(resident_grid<prefill_rows<r()>>(std::max(c.rows, ring_items))),
                    int(32 * kWarpsPerBlock), 0, stream, c, table);
   });
+  // a warp a waiting write (request, i < r - 1)
   if (e == cudaSuccess && c.pending_inputs)
     e = overlapped(
         keep_deferred_positions,
