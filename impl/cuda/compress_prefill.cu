@@ -155,7 +155,7 @@ __device__ void keep_waiting_positions(const Launch& c, const RequestMeta* reque
     if (p >= last) continue;
     const std::size_t from = std::size_t(q.token_offset + (p - q.start)) * g.width;
     copy_checked<8, true>(c.projected + from, c.ring + entry_of(q, p, g), g.width, from, c.refusal,
-                          lane, c.vector, [] { wait_for_previous_kernel(); });
+                          lane, c.vector);
   }
   wait_for_previous_kernel();  // every warp: the kernel ends after the rows' kernel
 }

@@ -33,15 +33,13 @@ __device__ inline float component(const float4& x, int k) {
 // the first store (8: a 4 KiB position at once): a store may alias the next load,
 // so one load at a time would wait out DRAM's latency at every step. With
 // kOnCleanVerdict, nothing is stored unless the verdict (`refusal`) is still clean,
-// read after each round's loads are issued: one trip to memory, not two.
-// `before_verdict` runs after each round's loads, before the verdict is read.
-struct NoHook {
-  __device__ void operator()() const {}
-};
-template <int kLoads, bool kOnCleanVerdict = false, class BeforeVerdict = NoHook>
+// read after each round's loads are issued (one trip to memory, not two) and once
+// the kernel that reports into it (the one before this, launch.cuh) has finished:
+// the loads, of values it does not write, go before that wait.
+template <int kLoads, bool kOnCleanVerdict = false>
 __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
                                     unsigned long long code, unsigned long long* refusal,
-                                    unsigned lane, bool vector, BeforeVerdict before_verdict = {}) {
+                                    unsigned lane, bool vector) {
   if (vector) {
     const std::size_t quads = n / 4;
     for (std::size_t base = lane; base < quads; base += 32 * kLoads) {
@@ -50,7 +48,7 @@ __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
       for (int k = 0; k < kLoads; ++k)
         if (base + 32 * k < quads)
           x[k] = __ldg(reinterpret_cast<const float4*>(from) + base + 32 * k);
-      before_verdict();
+      if constexpr (kOnCleanVerdict) wait_for_previous_kernel();
       if (kOnCleanVerdict && *refusal != kNoRefusal) return;
 #pragma unroll
       for (int k = 0; k < kLoads; ++k) {
@@ -66,7 +64,7 @@ __device__ inline void copy_checked(const float* from, float* to, std::size_t n,
   }
   for (std::size_t i = lane; i < n; i += 32) {
     const float x = from[i];
-    before_verdict();
+    if constexpr (kOnCleanVerdict) wait_for_previous_kernel();
     if (kOnCleanVerdict && *refusal != kNoRefusal) return;
     if (!isfinite(x)) report(refusal, code + i);
     if (to != nullptr) to[i] = x;
