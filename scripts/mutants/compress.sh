@@ -106,6 +106,11 @@ cuda_mutant compress cuda-decode-ring-skips-a-pending-position impl/cuda/compres
   's|    return R > 0 \&\& p / r \* r + r - 1 < q.start + q.tokens;|    return R > 0 \&\& p / r * r + r - 1 <= q.start + q.tokens;|'
 cuda_mutant compress cuda-prefetched-latents-unused impl/cuda/compress_rows.cuh \
   's|for (int t = 0; t < R; ++t) s\[k\]\[t\] = next_s\[k\]\[t\], v\[k\]\[t\] = next_v\[k\]\[t\];|for (int t = 0; t < R; ++t) s[k][t] = next_s[k][t];|'
+# prefill's second kernel reading the verdict without waiting for the rows' kernel
+# that reports into it (a race the property cases lose at once: the second kernel
+# starts with the first)
+cuda_mutant compress cuda-deferred-verdict-read-before-the-rows-end impl/cuda/compress_rows.cuh \
+  's|if constexpr (kOnCleanVerdict) wait_for_previous_kernel();||g'
 # the waiting position found one entry off
 cuda_mutant compress cuda-waiting-position-one-entry-off impl/cuda/compress_prefill.cu \
   's|    const std::int64_t p = first + ((b + i - first) % S + S) % S;|    const std::int64_t p = first + ((b + i + 1 - first) % S + S) % S;|'
