@@ -171,6 +171,17 @@ AETHER_PROP(DosaCpu, agrees_with_the_model_on_the_grid, "L1", ()) {
       c, "cpu");
 }
 
+// The generator's promise (props/support/dosa_gen.hpp) that the L1 properties rest
+// on: on the grid the CPU scorer's float scores are the model's exact ones.
+AETHER_PROP(DosaGen, grid_scores_are_exact_in_float, "L1", ()) {
+  const props::DosaCall c =
+      *rc::gen::suchThat(props::gen_dosa_call(), [](const props::DosaCall& d) { return d.grid; });
+  std::vector<float> scores(c.key_count());
+  RC_ASSERT(cpu::index_scores(c.queries, c.weights, c.stored(), scores).ok());
+  const auto exact = model::index_scores(c.queries, c.weights, c.keys, c.dim).value();
+  for (std::size_t j = 0; j < c.key_count(); ++j) RC_ASSERT(model::exact(scores[j]) == exact[j]);
+}
+
 // L1 on the grid: the CPU's cold prior (representatives scored by the scorer and
 // ranked by its top-k) picks the model's seeds.
 AETHER_PROP(DosaCpu, the_cold_prior_is_the_models_on_the_grid, "L1", ()) {

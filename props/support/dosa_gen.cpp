@@ -149,8 +149,9 @@ rc::Gen<DosaCall> gen_dosa_call() {
     if (twist == 5)  // a ReLU plateau: most keys opposite every head
       for (std::size_t i = 0; i < c.keys.size(); ++i)
         if (i % 5) c.keys[i] = -std::abs(c.keys[i]) * (c.queries[i % c.dim] >= 0 ? 1 : -1);
-    if (twist == 6)  // keys far outside the sample's scale
-      for (std::size_t i = c.keys.size() / 2; i < c.keys.size(); ++i) c.keys[i] *= 0x1p20f;
+    if (twist == 6)  // keys far outside the sample's scale, whole rows: a row scaled in part
+                     // mixes 2^20 with units in one dot product, past float's 24 bits
+      for (std::size_t i = keys / 2 * c.dim; i < c.keys.size(); ++i) c.keys[i] *= 0x1p20f;
     if (twist == 7)  // a tiny score range
       for (float& x : c.keys) x *= 0x1p-30f;
     c.format = *gen::element(KeyFormat::F32, KeyFormat::F32, KeyFormat::BF16, KeyFormat::E4M3);
