@@ -10,6 +10,7 @@
 #include "impl/cpu/dosa.hpp"
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/key_rows.hpp"
+#include "impl/dosa_ids.hpp"
 
 namespace aether::cpu {
 
@@ -37,12 +38,8 @@ Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std
                               std::size_t k, std::span<std::int32_t> out) {
   for (std::size_t i = 0; i < scores.size(); ++i)
     if (!std::isfinite(scores[i])) return de::NonFiniteInput{3, i};
-  std::vector<char> seen(scores.size(), 0);
-  for (std::size_t i = 0; i < recent.size(); ++i) {
-    if (recent[i] < 0 || std::size_t(recent[i]) >= scores.size() || seen[std::size_t(recent[i])])
-      return de::BadSeed{i, recent[i]};
-    seen[std::size_t(recent[i])] = 1;
-  }
+  if (const std::size_t i = impl::first_bad_id(recent, scores.size()); i < recent.size())
+    return de::BadSeed{i, recent[i]};
   const bool prune = scores.size() > k;
   if (prune && recent.size() < k) return de::TooFewSeeds{recent.size(), k};
   if (out.size() != k) return de::ShapeMismatch{k, out.size()};

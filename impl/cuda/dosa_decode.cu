@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
-#include <vector>
 
 #include "impl/cuda/device.hpp"
 #include "impl/cuda/dosa.hpp"
 #include "impl/cuda/dosa_host.hpp"
 #include "impl/cuda/dosa_kernels.hpp"
+#include "impl/dosa_ids.hpp"
 
 namespace aether::cuda {
 
@@ -76,12 +76,8 @@ Status<DosaError> decode_topk(device_span<const float> scores,
   if (int e = wait_verdict(v)) return de::DeviceFailure{e};
   // The model's order: non-finite scores, the ids, their number, out's length.
   if (v.refusal() != kNoRefusal) return de::NonFiniteInput{3, std::size_t(v.refusal())};
-  std::vector<char> seen(count, 0);
-  for (std::size_t i = 0; i < r; ++i) {
-    const std::int32_t id = ids[i];
-    if (id < 0 || std::size_t(id) >= count || seen[std::size_t(id)]) return de::BadSeed{i, id};
-    seen[std::size_t(id)] = 1;
-  }
+  if (const std::size_t i = impl::first_bad_id({ids, r}, count); i < r)
+    return de::BadSeed{i, ids[i]};
   const bool prune = count > k;
   if (prune && r < k) return de::TooFewSeeds{r, k};
   if (out.size() != k) return de::ShapeMismatch{k, out.size()};

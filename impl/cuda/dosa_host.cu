@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "impl/cuda/indexer_scores.hpp"
+#include "impl/dosa_ids.hpp"
 
 namespace aether::cuda::dosa {
 
@@ -26,7 +27,6 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
                                const std::function<cudaError_t()>& early) {
   thread_local HeldBuffer pinned(true);
   thread_local HeldEvent landed;  // the downloads, ahead of the scorer's check
-  thread_local std::vector<char> seen;
   const std::size_t weight_bytes = (weights.size_bytes() + 15) / 16 * 16;
   AETHER_DOSA_TRY(pinned.reserve(weight_bytes + seeds.size_bytes()));
   auto* w = static_cast<float*>(pinned.data());
@@ -49,17 +49,8 @@ Status<DosaError> check_inputs(device_span<const std::uint16_t> queries,
     host = {{w, weights.size()}, {s, seeds.size()}};
     const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
     const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
-    const auto& ids = host.seeds;  // strictly ascending inside the keys: no bad seed
-    const bool fine = ids.empty() || (ids.front() >= 0 && std::size_t(ids.back()) < count &&
-                                      std::adjacent_find(ids.begin(), ids.end(),
-                                                         std::greater_equal<>()) == ids.end());
-    if (!fine) seen.assign(count, 0);
-    for (std::size_t i = 0; !fine && i < host.seeds.size(); ++i) {
-      const std::int32_t id = host.seeds[i];
-      if (id < 0 || std::size_t(id) >= count || seen[std::size_t(id)])
-        return void(seeds_ok = de::BadSeed{i, id});
-      seen[std::size_t(id)] = 1;
-    }
+    if (const std::size_t i = impl::first_bad_id(host.seeds, count); i < host.seeds.size())
+      return void(seeds_ok = de::BadSeed{i, host.seeds[i]});
     if (more) more_ok = more(host);
   };
   if (auto st = check_index_scores(queries, weights, query_count, keys, stream, on_host);
