@@ -32,8 +32,11 @@ bool pruning_pays(const BatchShape& b, double rho);
 DosaError from_indexer(const IndexerError& e);
 
 // A CUDA runtime call whose failure the caller returns as DosaError.
-#define AETHER_DOSA_TRY(call)                                        \
-  if (const cudaError_t aether_e = cudaError_t(call); aether_e != 0) \
+// (an empty branch, then `else return`: an `else` after the macro's use belongs to
+// the caller's `if`, not to the macro's)
+#define AETHER_DOSA_TRY(call)                                          \
+  if (const cudaError_t aether_e = cudaError_t(call); aether_e == 0) { \
+  } else                                                               \
     return dosa_error::DeviceFailure { int(aether_e) }
 
 // Memory the calling thread keeps from call to call, grown as needed (its contents
