@@ -269,5 +269,30 @@ TEST(DosaCuda, the_probe_decides_and_the_lanes_stay_full_scorings) {
 #endif
 }
 
+// AETHER_DOSA_TRY as an if's statement before an else (dosa_decode.cu's tau: the
+// seeds' select, else a fill): the else is the caller's, taken only when the
+// condition fails, never after a call that succeeded. Host code: no device needed.
+TEST(DosaCuda, the_try_macro_leaves_an_else_to_its_caller) {
+#ifdef AETHER_HAVE_CUDA
+  const auto branch = [](bool first, cudaError_t e, int& taken) -> Status<DosaError> {
+    if (first)
+      AETHER_DOSA_TRY((taken = 1, e));
+    else
+      AETHER_DOSA_TRY((taken = 2, e));
+    return Ok{};
+  };
+  int taken = 0;
+  EXPECT_TRUE(branch(true, cudaSuccess, taken).ok());
+  EXPECT_EQ(taken, 1);
+  EXPECT_TRUE(branch(false, cudaSuccess, taken).ok());
+  EXPECT_EQ(taken, 2);
+  EXPECT_EQ(branch(true, cudaErrorInvalidValue, taken).error(),
+            (DosaError{de::DeviceFailure{int(cudaErrorInvalidValue)}}));
+  EXPECT_EQ(taken, 1);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
 }  // namespace
 }  // namespace aether
