@@ -81,7 +81,15 @@ cuda_mutant dosa cuda-ties-merged-to-the-higher-id impl/cuda/dosa_merge.cu \
 cuda_mutant dosa cuda-decode-lists-above-tau-only impl/cuda/dosa_decode.cu \
   's|    const bool keep = j < n \&\& scores\[j\] >= least;|    const bool keep = j < n \&\& scores[j] > least;|'
 cuda_mutant dosa cuda-decode-tau-one-rank-high impl/cuda/dosa_decode.cu \
-  's|    AETHER_TRY(select_seeds(gathered, r, k, 1, tau, recent_top, stream));|    AETHER_TRY(select_seeds(gathered, r, k > 1 ? k - 1 : 1, 1, tau, recent_top, stream));|'
+  's|      AETHER_TRY(select_seeds(gathered, r, k, 1, tau, nullptr, stream));|      AETHER_TRY(select_seeds(gathered, r, k > 1 ? k - 1 : 1, 1, tau, nullptr, stream));|'
+# decode on CUDA: a repeated recent id let through, a bad id's refusal coded as a
+# score's, the ranking written despite a refusal
+cuda_mutant dosa cuda-decode-repeated-id-let-through impl/cuda/dosa_decode.cu \
+  's|    if (inside \&\& first\[id\] < i) atomicMin|    if (inside \&\& first[id] < 0u) atomicMin|'
+cuda_mutant dosa cuda-decode-bad-id-coded-as-a-score impl/cuda/dosa_decode.cu \
+  's|      atomicMin(verdict, kBadId \| i);|      atomicMin(verdict, i);|'
+cuda_mutant dosa cuda-decode-ranks-despite-a-refusal impl/cuda/dosa_merge.cu \
+  's|  if (\*refusal != kNoRefusal \|\| n > kMergeCapacity) return;|  if (n > kMergeCapacity) return;|'
 # the radix select (the seeds' tau, the merge's K-th) counting keys of other
 # prefixes, and the merge keeping only the candidates above its K-th
 cuda_mutant dosa cuda-select-counts-other-prefixes impl/cuda/radix_select.cuh \
