@@ -56,11 +56,14 @@ DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weigh
 
 // Decode (source 001 §1, model::decode_topk): full scores [L] stay; tau is the K-th
 // best score among the recently selected keys (distinct, at least K when L > K),
-// and only keys scoring at least tau are ranked. out [K]: the lanes
+// and only keys scoring at least tau are ranked, unless more than
+// decode_list_limit(L) are: then the row's top-k ranks it. out [K]: the lanes
 // valid_prefix_topk gives for the row. Refuses a non-finite score
 // (NonFiniteInput{3, i}), a bad id, too few ids, out's length.
 Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std::int32_t> recent,
                               std::size_t k, std::span<std::int32_t> out);
+// The most keys at or above tau that decode_topk ranks as a list: a quarter of the row.
+inline std::size_t decode_list_limit(std::size_t row) { return row / 4; }
 
 // The cold prior of model::cold_prior_seeds for a batch [T, H, D] (checked inputs):
 // each of the representatives floor((2i + 1) T / 8) scored in full, each key

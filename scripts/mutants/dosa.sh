@@ -53,6 +53,10 @@ mutant dosa cpu-seed-bounded-at-t-left-out impl/cpu/dosa_seeds.hpp \
   's|bounds\[i\] >= double(t)|bounds[i] > double(t)|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
+# the decode path's fallback (a list past a quarter of the row) ranking the row but
+# for its last key
+mutant dosa cpu-decode-fallback-drops-the-last-key impl/cpu/dosa_plan.cpp \
+  's|  const std::int32_t end\[\] = {std::int32_t(scores.size())};|  const std::int32_t end[] = {std::int32_t(scores.size() - 1)};|'
 # the generator's keys at 2^20 scaled in part, so that a grid row mixes 2^20 with
 # units past float's 24 bits (the L1 properties' premise broken: caught by its own
 # property before any L1 property meets it by chance)
