@@ -122,7 +122,7 @@ Status<DosaError> decode_topk(device_span<const float> scores,
     // the listed count in the verdict's detail[1]
     if (k <= kMergeCapacity)
       AETHER_TRY(rank_listed(scores.data(), list, listed, k,
-                             std::uint32_t(std::max<int>(1, std::bit_width(count))), v.word(),
+                             std::uint32_t(std::max<int>(1, std::bit_width(count))), v.device,
                              out.data(), stream));
   }
   if (int e = queue_verdict_copy(v, stream)) return de::DeviceFailure{e};

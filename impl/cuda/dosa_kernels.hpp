@@ -103,10 +103,10 @@ cudaError_t merge_candidates(const Candidates& c, std::size_t query_count, std::
 // Decode's ranking: the best min(K, *listed) of the listed keys (list [*listed], ids
 // into scores) in the total order, ascending, -1 after, into out [K]; one block,
 // K at most kMergeCapacity, every id below 2^id_bits - 1. Nothing is written to out
-// when *listed exceeds kMergeCapacity or the verdict word (`refusal`, a
-// DeviceVerdict's) holds a refusal; *listed goes to the verdict's detail[1].
+// when *listed exceeds kMergeCapacity or the verdict holds a refusal; *listed goes
+// to the verdict's detail[1].
 cudaError_t rank_listed(const float* scores, const std::int32_t* list, const std::int32_t* listed,
-                        std::size_t k, std::uint32_t id_bits, unsigned long long* refusal,
+                        std::size_t k, std::uint32_t id_bits, DeviceVerdict* verdict,
                         std::int32_t* out, cudaStream_t stream);
 // Each query's candidates written at their ids into rows [T, stride] filled with
 // kFiller, for the top-k to rank (any K and any survivor count).

@@ -83,10 +83,10 @@ __global__ void merge_kernel(Candidates c, std::int32_t* out) {
 // the verdict's detail[1].
 __global__ void rank_listed_kernel(const float* scores, const std::int32_t* list,
                                    const std::int32_t* listed, std::size_t k, std::uint32_t id_bits,
-                                   unsigned long long* refusal, std::int32_t* out) {
+                                   DeviceVerdict* verdict, std::int32_t* out) {
   const std::size_t n = std::size_t(*listed);
-  if (threadIdx.x == 0) reinterpret_cast<DeviceVerdict*>(refusal)->detail[1] = *listed;
-  if (*refusal != kNoRefusal || n > kMergeCapacity) return;
+  if (threadIdx.x == 0) verdict->detail[1] = *listed;
+  if (verdict->refusal != kNoRefusal || n > kMergeCapacity) return;
   unsigned long long keys[kMergeItems];
   for (int i = 0; i < kMergeItems; ++i) {
     const std::size_t at = std::size_t(threadIdx.x) * kMergeItems + i;
@@ -109,9 +109,9 @@ cudaError_t merge_candidates(const Candidates& c, std::size_t query_count, std::
   return cudaGetLastError();
 }
 cudaError_t rank_listed(const float* scores, const std::int32_t* list, const std::int32_t* listed,
-                        std::size_t k, std::uint32_t id_bits, unsigned long long* refusal,
+                        std::size_t k, std::uint32_t id_bits, DeviceVerdict* verdict,
                         std::int32_t* out, cudaStream_t stream) {
-  rank_listed_kernel<<<1, kThreads, 0, stream>>>(scores, list, listed, k, id_bits, refusal, out);
+  rank_listed_kernel<<<1, kThreads, 0, stream>>>(scores, list, listed, k, id_bits, verdict, out);
   return cudaGetLastError();
 }
 cudaError_t place(const Candidates& c, std::size_t query_count, std::size_t longest, float* rows,

@@ -93,7 +93,7 @@ cuda_mutant dosa cuda-decode-repeated-id-let-through impl/cuda/dosa_decode.cu \
 cuda_mutant dosa cuda-decode-bad-id-coded-as-a-score impl/cuda/dosa_decode.cu \
   's|      atomicMin(verdict, kBadId \| i);|      atomicMin(verdict, i);|'
 cuda_mutant dosa cuda-decode-ranks-despite-a-refusal impl/cuda/dosa_merge.cu \
-  's|  if (\*refusal != kNoRefusal \|\| n > kMergeCapacity) return;|  if (n > kMergeCapacity) return;|'
+  's|  if (verdict->refusal != kNoRefusal \|\| n > kMergeCapacity) return;|  if (n > kMergeCapacity) return;|'
 # the radix select (the seeds' tau, the merge's K-th) counting keys of other
 # prefixes, and the merge keeping only the candidates above its K-th
 cuda_mutant dosa cuda-select-counts-other-prefixes impl/cuda/radix_select.cuh \
