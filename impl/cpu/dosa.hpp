@@ -62,8 +62,10 @@ DosaPlan plan_heads(std::span<const float> queries, std::span<const float> weigh
 // (NonFiniteInput{3, i}), a bad id, too few ids, out's length.
 Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std::int32_t> recent,
                               std::size_t k, std::span<std::int32_t> out);
-// The most keys at or above tau that decode_topk ranks as a list: a quarter of the row.
-inline std::size_t decode_list_limit(std::size_t row) { return row / 4; }
+// The most keys at or above tau that decode_topk ranks as a list: a quarter of the
+// row, and at least 4096 (the CUDA ranking block's capacity), so that short rows,
+// whose lists rank in microseconds, keep the document's method.
+inline std::size_t decode_list_limit(std::size_t row) { return row / 4 > 4096 ? row / 4 : 4096; }
 
 // The cold prior of model::cold_prior_seeds for a batch [T, H, D] (checked inputs):
 // each of the representatives floor((2i + 1) T / 8) scored in full, each key

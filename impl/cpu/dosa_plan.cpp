@@ -62,9 +62,9 @@ Status<DosaError> decode_topk(std::span<const float> scores, std::span<const std
   }
   std::size_t listed = 0;  // counted first: the list is made in one allocation
   for (const float x : scores) listed += x >= tau;
-  // Past a quarter of the row, ranking the list costs more than the row's own top-k
-  // (36005 of 131072 listed: 0.72 ms a call against the top-k's 0.35, docs/dosa.md),
-  // which gives the same lanes.
+  // Past a quarter of a long row, ranking the list costs more than the row's own
+  // top-k (36005 of 131072 listed: 0.72 ms a call against the top-k's 0.35,
+  // docs/dosa.md), which gives the same lanes.
   if (listed > decode_list_limit(scores.size())) return rank_the_row(scores, k, out);
   std::vector<std::pair<float, std::int32_t>> ranked;  // only keys at or above tau
   ranked.reserve(listed);

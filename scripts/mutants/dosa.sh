@@ -53,7 +53,7 @@ mutant dosa cpu-seed-bounded-at-t-left-out impl/cpu/dosa_seeds.hpp \
   's|bounds\[i\] >= double(t)|bounds[i] > double(t)|'
 mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
   's|    if (scores\[j\] >= tau) ranked.emplace_back(scores\[j\], std::int32_t(j));|    if (scores[j] > tau) ranked.emplace_back(scores[j], std::int32_t(j));|'
-# the decode path's fallback (a list past a quarter of the row) ranking the row but
+# the decode path's fallback (a list past a quarter of a long row) ranking the row but
 # for its last key
 mutant dosa cpu-decode-fallback-drops-the-last-key impl/cpu/dosa_plan.cpp \
   's|  const std::int32_t end\[\] = {std::int32_t(scores.size())};|  const std::int32_t end[] = {std::int32_t(scores.size() - 1)};|'
