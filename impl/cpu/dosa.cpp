@@ -11,6 +11,7 @@
 #include "impl/cpu/indexer.hpp"
 #include "impl/cpu/key_rows.hpp"
 #include "impl/cpu/parallel.hpp"
+#include "impl/dosa_ids.hpp"
 #include "impl/dosa_screen.hpp"
 
 namespace aether::cpu {
@@ -72,12 +73,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   }
   const std::size_t row_bytes = key_row_bytes(keys.format, dim);
   const std::size_t count = row_bytes ? keys.bytes.size() / row_bytes : 0;
-  std::vector<char> is_seed(count, 0);
-  for (std::size_t i = 0; i < seeds.size(); ++i) {
-    if (seeds[i] < 0 || std::size_t(seeds[i]) >= count || is_seed[std::size_t(seeds[i])])
-      return de::BadSeed{i, seeds[i]};
-    is_seed[std::size_t(seeds[i])] = 1;
-  }
+  if (const std::size_t i = impl::first_bad_id(seeds, count); i < seeds.size())
+    return de::BadSeed{i, seeds[i]};
   if (plans.size() != query_count) return de::ShapeMismatch{query_count, plans.size()};
   for (std::size_t t = 0; t < query_count; ++t)
     if (auto st = dosa_screen::check_plan(weights.subspan(t * heads, heads), plans[t]); !st.ok())
@@ -95,6 +92,8 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   // buffer (screening the seeds in place among them cost more than the gather,
   // docs/performance.md). Norms once for the batch.
   const Rows seed_rows = gather(keys, seeds);
+  std::vector<char> is_seed(count, 0);
+  for (const std::int32_t j : seeds) is_seed[std::size_t(j)] = 1;
   std::vector<std::int32_t> others;
   others.reserve(count - seeds.size());
   for (std::size_t i = 0; i < count; ++i)

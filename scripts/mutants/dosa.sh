@@ -57,6 +57,9 @@ mutant dosa cpu-decode-drops-keys-at-tau impl/cpu/dosa_plan.cpp \
 # for its last key
 mutant dosa cpu-decode-fallback-drops-the-last-key impl/cpu/dosa_plan.cpp \
   's|  const std::int32_t end\[\] = {std::int32_t(scores.size())};|  const std::int32_t end[] = {std::int32_t(scores.size() - 1)};|'
+# the shared id check (impl/dosa_ids.hpp) letting a repeated id through
+mutant dosa ids-repeat-let-through impl/dosa_ids.hpp \
+  's/if (!inside(id) || (seen\[std::size_t(id) \/ 64\] \& bit(id)) != 0) break;/if (!inside(id)) break;/'
 # the generator's keys at 2^20 scaled in part, so that a grid row mixes 2^20 with
 # units past float's 24 bits (the L1 properties' premise broken: caught by its own
 # property before any L1 property meets it by chance)
