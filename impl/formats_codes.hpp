@@ -94,6 +94,21 @@ AETHER_CODES_HD constexpr std::uint8_t ue8m0_scale_of_bits(std::uint32_t amax_bi
   return std::uint8_t(byte > floor ? byte : floor);
 }
 
+// E2M1 by classes of floats (the CUDA store's table, impl/cuda/formats_rows.cuh): a
+// float's class is its sign, its exponent, its first two fraction bits, and whether
+// any bit below them is set. In the binade [2^E, 2^(E+1)), E >= -2, every E2M1 value
+// and every midpoint of two is a multiple of 2^(E-2); below 2^-2 every value rounds to
+// +-0 and from 8 up every one saturates to +-6. So a class is one such multiple or lies
+// strictly between two neighbouring ones, and each of its members converts as the one
+// e2m1_class_member gives (Formats.e2m1_classes_convert_alike).
+inline constexpr unsigned kE2m1Classes = 4096;
+AETHER_CODES_HD constexpr unsigned e2m1_class(std::uint32_t bits) {
+  return (bits >> 21) << 1 | unsigned((bits & 0x1fffffu) != 0);
+}
+AETHER_CODES_HD constexpr std::uint32_t e2m1_class_member(unsigned c) {
+  return std::uint32_t(c >> 1) << 21 | std::uint32_t(c & 1) << 20;
+}
+
 // The refusals every call on a paged cache makes first, in the model's order: the
 // format, whole groups a row, the cache's length (host code, both backends).
 inline Status<FormatsError> check_geometry(const CacheGeometry& g, std::size_t bytes) {

@@ -249,32 +249,35 @@ __device__ void for_each_row_part(const Batch& b, unsigned t, const LanePart& p,
   }
 }
 
-// E2M1 by table lookups filled with CUDA's own conversions: sm_90 has no E2M1
-// conversion instruction, and cuda_fp4.h's software path costs about a hundred
-// instructions a value. Encoding q (exact, |q| <= 6 under a UE8M0 scale): a, the
-// nearest E4M3 value (one instruction), has no E4M3 value strictly between it and
-// q, and every E2M1 value and every midpoint of two is an E4M3 value (at most 4
-// significant bits, at least 2^-2). So q rounds to E2M1 as a does when q == a, and
-// otherwise as every value strictly between a and its E4M3 neighbour on q's side
-// does, such as a +- 2^-12 (E4M3's smallest gap is 2^-9): code[0][a], code[1][a]
-// (q above a) or code[2][a] (q below), each cuda_fp4.h's conversion of that value.
-// A zero a keeps q's sign: -tiny lies below -0 and converts as -2^-12, to -0.
-// Decoding: pair[b], the values of byte b's two codes (low nibble first). Each
-// side holds and fills only its own table, a block at a time: the codes' three
-// software conversions from double a byte would double the work of a read-side
-// block of eight items.
+// E2M1 by a table of CUDA's own conversions, one entry a class of floats
+// (formats_codes::e2m1_class: sign, exponent, two fraction bits, any bit below):
+// sm_90 has no E2M1 conversion instruction, and cuda_fp4.h's software path costs
+// about a hundred instructions a value; a class's entry costs five. Filled a block
+// at a time, two conversions a thread at most: each thread's 16 entries take the
+// code of the first one's class, which is every one's where all 16 lie below 2^-2
+// (+-0) or at 8 and above (+-6, never reached: |q| <= 6; a NaN's class is refused
+// input, whose codes are unspecified), then the 80 classes of [2^-2, 8) take their
+// own. Decoding: pair[b], the values of byte b's two codes (low nibble first).
 struct E2m1Codes {
-  std::uint8_t code[3][256];
+  alignas(16) std::uint8_t code[kE2m1Classes];
 };
 struct E2m1Pairs {
   float2 pair[256];
 };
+__device__ inline std::uint8_t e2m1_class_code(unsigned c) {
+  const float member = __uint_as_float(e2m1_class_member(c));
+  return __nv_cvt_double_to_fp4(double(member), __NV_E2M1, cudaRoundNearest);
+}
 __device__ inline void fill_e2m1_codes(E2m1Codes& t) {
-  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) {
-    const double a = value_of(Element::E4M3, std::uint8_t(i));
-    const double at[3] = {a, a + 0x1p-12, a - 0x1p-12};  // a itself: -0 + 0 would be +0
-    for (int d = 0; d < 3; ++d)
-      t.code[d][i] = __nv_cvt_double_to_fp4(at[d], __NV_E2M1, cudaRoundNearest);
+  for (unsigned i = threadIdx.x; i < kE2m1Classes / 16; i += blockDim.x) {
+    const unsigned c = e2m1_class_code(16 * i) * 0x01010101u;
+    reinterpret_cast<uint4*>(t.code)[i] = make_uint4(c, c, c, c);
+  }
+  __syncthreads();
+  // biased exponents 125 to 129: classes 1000 to 1039, and 3048 to 3087 negated
+  for (unsigned i = threadIdx.x; i < 80; i += blockDim.x) {
+    const unsigned c = (i < 40 ? 1000 : 3008) + i;
+    t.code[c] = e2m1_class_code(c);
   }
 }
 __device__ inline void fill_e2m1_pairs(E2m1Pairs& t) {
@@ -284,10 +287,8 @@ __device__ inline void fill_e2m1_pairs(E2m1Pairs& t) {
 }
 // Two E2M1 codes in a byte (the first in the low nibble) for q.x, q.y.
 __device__ inline std::uint8_t e2m1_pair(const float2& q, const E2m1Codes& t) {
-  const unsigned a = __nv_cvt_float2_to_fp8x2(q, __NV_SATFINITE, __NV_E4M3);
-  const float2 v = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(a, __NV_E4M3)));
-  const auto side = [](float q, float v) { return q == v ? 0 : q > v ? 1 : 2; };
-  return std::uint8_t(t.code[side(q.x, v.x)][a & 0xff] | t.code[side(q.y, v.y)][a >> 8] << 4);
+  return std::uint8_t(t.code[e2m1_class(__float_as_uint(q.x))] |
+                      t.code[e2m1_class(__float_as_uint(q.y))] << 4);
 }
 
 }  // namespace aether::cuda::formats_rows

@@ -20,19 +20,22 @@ mutant formats codes-ue8m0-bits-threshold-one-low impl/formats_codes.hpp \
   's|(e4m3 ? 0x600000u : 0x400000u)|(e4m3 ? 0x5fffffu : 0x400000u)|'
 mutant formats codes-ue8m0-value-one-power-low impl/formats_codes.hpp \
   's|std::uint64_t(byte + 896u) << 52|std::uint64_t(byte + 895u) << 52|'
+# an E2M1 class blind to the lowest bit under its two fraction bits
+mutant formats codes-e2m1-class-misses-bit-20 impl/formats_codes.hpp \
+  's|unsigned((bits \& 0x1fffffu) != 0)|unsigned((bits \& 0x0fffffu) != 0)|'
 
 # formats on CUDA (staged): the index block's scale section one row off, a slot
-# given twice not refused, or refused at the earlier row, the E2M1 table's sides
-# swapped, the scale's inverse one power off, a placeholder's row stored at byte 0,
-# a group's amax taken from one half of it
+# given twice not refused, or refused at the earlier row, the E2M1 table's negative
+# classes left with the fill's first codes, the scale's inverse one power off, a
+# placeholder's row stored at byte 0, a group's amax taken from one half of it
 cuda_mutant formats cuda-index-scales-one-row-off impl/cuda/formats_rows.cuh \
   's|    return block \* rows_per_block \* row_bytes + rows_per_block \* (dim / 2) +|    return block * rows_per_block * row_bytes + (rows_per_block - 1) * (dim / 2) +|'
 cuda_mutant formats cuda-slot-twice-not-refused impl/cuda/formats_store.cuh \
   's|    if (held == kUnclaimed) return;|    if (true) return;|'
 cuda_mutant formats cuda-slot-twice-refused-at-the-earlier-row impl/cuda/formats_store.cuh \
   's|refusal(0, before > j ? before : j)|refusal(0, before > j ? j : before)|'
-cuda_mutant formats cuda-e2m1-sides-swapped impl/cuda/formats_rows.cuh \
-  's|return q == v ? 0 : q > v ? 1 : 2;|return q == v ? 0 : q > v ? 2 : 1;|'
+cuda_mutant formats cuda-e2m1-negative-classes-unfilled impl/cuda/formats_rows.cuh \
+  's|const unsigned c = (i < 40 ? 1000 : 3008) + i;|const unsigned c = (i < 40 ? 1000 : 960) + i;|'
 cuda_mutant formats cuda-inverse-scale-one-power-off impl/cuda/formats_store.cuh \
   's|unsigned(254 - scale) << 23|unsigned(253 - scale) << 23|'
 cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh \
