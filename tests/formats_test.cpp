@@ -185,8 +185,8 @@ TEST(Formats, ue8m0_value_from_bits_is_scale_of) {
 // The CUDA store's E2M1 classes (formats_codes::e2m1_class): every finite member of a
 // class converts as its given member does (each class's least and greatest member and
 // 64 others at random; docs/formats.md gives the argument for all), and the table's
-// fill shortcut holds: each class outside [2^-2, 8) converts as the first of
-// its run of 16 classes does.
+// fill shortcut holds: each class below 2^-3 converts as the first class of
+// [2^-3, 1/4) in its sign, and each finite one from 16 up as the first of [8, 16).
 TEST(Formats, e2m1_classes_convert_alike) {
   using formats_codes::e2m1_class, formats_codes::e2m1_class_member;
   const auto code = [](std::uint32_t bits) {
@@ -203,9 +203,10 @@ TEST(Formats, e2m1_classes_convert_alike) {
       ASSERT_EQ(e2m1_class(bits), c) << std::hex << bits;
       ASSERT_EQ(code(bits), code(member)) << "class " << c << ", bits 0x" << std::hex << bits;
     }
-    const unsigned exponent = member >> 23 & 0xff;
-    if (exponent < 125 || exponent > 129)
-      EXPECT_EQ(code(member), code(e2m1_class_member(c / 16 * 16))) << "class " << c;
+    const unsigned exponent = member >> 23 & 0xff, sign = c / 2048 * 2048;
+    if (exponent < 124 || exponent > 130)
+      EXPECT_EQ(code(member), code(e2m1_class_member(sign + (exponent < 124 ? 992 : 1040))))
+          << "class " << c;
   }
 }
 

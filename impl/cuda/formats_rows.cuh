@@ -252,12 +252,13 @@ __device__ void for_each_row_part(const Batch& b, unsigned t, const LanePart& p,
 // E2M1 by a table of CUDA's own conversions, one entry a class of floats
 // (formats_codes::e2m1_class: sign, exponent, two fraction bits, any bit below):
 // sm_90 has no E2M1 conversion instruction, and cuda_fp4.h's software path costs
-// about a hundred instructions a value; a class's entry costs five. Filled a block
-// at a time, two conversions a thread at most: each thread's 16 entries take the
-// code of the first one's class, which is every one's where all 16 lie below 2^-2
-// (+-0) or at 8 and above (+-6, never reached: |q| <= 6; a NaN's class is refused
-// input, whose codes are unspecified), then the 80 classes of [2^-2, 8) take their
-// own. Decoding: pair[b], the values of byte b's two codes (low nibble first).
+// about a hundred and fifty instructions a value; a class's entry costs six. Filled
+// a block at a time, one conversion a thread at most: the 128 classes of [2^-3, 32)
+// their own, then every other run of 16 entries the code of the class that starts
+// [2^-3, 1/4) or [8, 16) in its sign, as every class below 2^-2 converts to +-0 and
+// every finite one from 8 up to +-6 (never reached: |q| <= 6; a NaN's class is refused
+// input, whose codes are unspecified). Decoding: pair[b], the values of byte b's two
+// codes (low nibble first).
 struct E2m1Codes {
   alignas(16) std::uint8_t code[kE2m1Classes];
 };
@@ -268,16 +269,19 @@ __device__ inline std::uint8_t e2m1_class_code(unsigned c) {
   const float member = __uint_as_float(e2m1_class_member(c));
   return __nv_cvt_double_to_fp4(double(member), __NV_E2M1, cudaRoundNearest);
 }
+// Classes 992 to 1055 (biased exponents 124 to 131) and 3040 to 3103 (the same negated)
+// are runs 62 to 65 and 190 to 193 of 16; the second step reads them, never writes.
 __device__ inline void fill_e2m1_codes(E2m1Codes& t) {
-  for (unsigned i = threadIdx.x; i < kE2m1Classes / 16; i += blockDim.x) {
-    const unsigned c = e2m1_class_code(16 * i) * 0x01010101u;
-    reinterpret_cast<uint4*>(t.code)[i] = make_uint4(c, c, c, c);
+  for (unsigned i = threadIdx.x; i < 128; i += blockDim.x) {
+    const unsigned c = (i < 64 ? 992 : 2976) + i;
+    t.code[c] = e2m1_class_code(c);
   }
   __syncthreads();
-  // biased exponents 125 to 129: classes 1000 to 1039, and 3048 to 3087 negated
-  for (unsigned i = threadIdx.x; i < 80; i += blockDim.x) {
-    const unsigned c = (i < 40 ? 1000 : 3008) + i;
-    t.code[c] = e2m1_class_code(c);
+  for (unsigned i = threadIdx.x; i < kE2m1Classes / 16; i += blockDim.x) {
+    const unsigned run = i % 128, sign = i / 128 * 2048;
+    if (run >= 62 && run <= 65) continue;
+    const unsigned c = t.code[sign + (run < 62 ? 992 : 1040)] * 0x01010101u;
+    reinterpret_cast<uint4*>(t.code)[i] = make_uint4(c, c, c, c);
   }
 }
 __device__ inline void fill_e2m1_pairs(E2m1Pairs& t) {

@@ -35,7 +35,7 @@ cuda_mutant formats cuda-slot-twice-not-refused impl/cuda/formats_store.cuh \
 cuda_mutant formats cuda-slot-twice-refused-at-the-earlier-row impl/cuda/formats_store.cuh \
   's|refusal(0, before > j ? before : j)|refusal(0, before > j ? j : before)|'
 cuda_mutant formats cuda-e2m1-negative-classes-unfilled impl/cuda/formats_rows.cuh \
-  's|const unsigned c = (i < 40 ? 1000 : 3008) + i;|const unsigned c = (i < 40 ? 1000 : 960) + i;|'
+  's|const unsigned c = (i < 64 ? 992 : 2976) + i;|const unsigned c = (i < 64 ? 992 : 928) + i;|'
 cuda_mutant formats cuda-inverse-scale-one-power-off impl/cuda/formats_store.cuh \
   's|unsigned(254 - scale) << 23|unsigned(253 - scale) << 23|'
 cuda_mutant formats cuda-placeholder-stored-at-byte-0 impl/cuda/formats_rows.cuh \
