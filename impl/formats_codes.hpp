@@ -102,8 +102,12 @@ AETHER_CODES_HD constexpr std::uint8_t ue8m0_scale_of_bits(std::uint32_t amax_bi
 // strictly between two neighbouring ones, and each of its members converts as the one
 // e2m1_class_member gives (Formats.e2m1_classes_convert_alike).
 inline constexpr unsigned kE2m1Classes = 4096;
+// (bits >> 20) keeps bit 20 as its lowest; the bits under it join it, so the lowest
+// bit is any of bits 0 to 20, the rest the class's sign, exponent and two fraction
+// bits: four integer instructions.
 AETHER_CODES_HD constexpr unsigned e2m1_class(std::uint32_t bits) {
-  return (bits >> 21) << 1 | unsigned((bits & 0x1fffffu) != 0);
+  const std::uint32_t low = bits & 0xfffffu;
+  return bits >> 20 | (low < 1u ? low : 1u);
 }
 AETHER_CODES_HD constexpr std::uint32_t e2m1_class_member(unsigned c) {
   return std::uint32_t(c >> 1) << 21 | std::uint32_t(c & 1) << 20;

@@ -183,8 +183,9 @@ TEST(Formats, ue8m0_value_from_bits_is_scale_of) {
 }
 
 // The CUDA store's E2M1 classes (formats_codes::e2m1_class): every finite member of a
-// class converts as its given member does (each class's least and greatest member and
-// 64 others at random; docs/formats.md gives the argument for all), and the table's
+// class converts as its given member does (each class's least and greatest member, the
+// 21 with one bit under its fraction bits, and 64 others at random; docs/formats.md
+// gives the argument for all), and the table's
 // fill shortcut holds: each class below 2^-3 converts as the first class of
 // [2^-3, 1/4) in its sign, and each finite one from 16 up as the first of [8, 16).
 TEST(Formats, e2m1_classes_convert_alike) {
@@ -199,6 +200,7 @@ TEST(Formats, e2m1_classes_convert_alike) {
     ASSERT_EQ(e2m1_class(member), c);
     std::vector<std::uint32_t> others = {base | (c & 1), base | (c & 1 ? 0x1fffff : 0)};
     for (int k = 0; k < 64 && c & 1; ++k) others.push_back(base | (rng() % 0x1fffff + 1));
+    for (int j = 0; j < 21 && c & 1; ++j) others.push_back(base | 1u << j);
     for (const std::uint32_t bits : others) {
       ASSERT_EQ(e2m1_class(bits), c) << std::hex << bits;
       ASSERT_EQ(code(bits), code(member)) << "class " << c << ", bits 0x" << std::hex << bits;

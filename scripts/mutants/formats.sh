@@ -20,9 +20,9 @@ mutant formats codes-ue8m0-bits-threshold-one-low impl/formats_codes.hpp \
   's|(e4m3 ? 0x600000u : 0x400000u)|(e4m3 ? 0x5fffffu : 0x400000u)|'
 mutant formats codes-ue8m0-value-one-power-low impl/formats_codes.hpp \
   's|std::uint64_t(byte + 896u) << 52|std::uint64_t(byte + 895u) << 52|'
-# an E2M1 class blind to the lowest bit under its two fraction bits
-mutant formats codes-e2m1-class-misses-bit-20 impl/formats_codes.hpp \
-  's|unsigned((bits \& 0x1fffffu) != 0)|unsigned((bits \& 0x0fffffu) != 0)|'
+# an E2M1 class blind to one bit under its two fraction bits
+mutant formats codes-e2m1-class-misses-bit-19 impl/formats_codes.hpp \
+  's|const std::uint32_t low = bits \& 0xfffffu;|const std::uint32_t low = bits \& 0x7ffffu;|'
 
 # formats on CUDA (staged): the index block's scale section one row off, a slot
 # given twice not refused, or refused at the earlier row, the E2M1 table's negative
