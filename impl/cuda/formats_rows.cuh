@@ -252,7 +252,7 @@ __device__ void for_each_row_part(const Batch& b, unsigned t, const LanePart& p,
 // E2M1 by a table of CUDA's own conversions, one entry a class of floats
 // (formats_codes::e2m1_class: sign, exponent, two fraction bits, any bit below):
 // sm_90 has no E2M1 conversion instruction, and cuda_fp4.h's software path costs
-// about a hundred and fifty instructions a value; a class's entry costs six. Filled
+// about a hundred instructions a value; a class's entry costs five. Filled
 // a block at a time, one conversion a thread at most: the 128 classes of [2^-3, 32)
 // their own, then every other run of 16 entries the code of the class that starts
 // [2^-3, 1/4) or [8, 16) in its sign, as every class below 2^-2 converts to +-0 and
