@@ -185,9 +185,9 @@ TEST(Formats, ue8m0_value_from_bits_is_scale_of) {
 // The CUDA store's E2M1 classes (formats_codes::e2m1_class): every finite member of a
 // class converts as its given member does (each class's least and greatest member, the
 // 21 with one bit under its fraction bits, and 64 others at random; docs/formats.md
-// gives the argument for all), and the table's
-// fill shortcut holds: each class below 2^-3 converts as the first class of
-// [2^-3, 1/4) in its sign, and each finite one from 16 up as the first of [8, 16).
+// gives the argument for all), and the table's fill shortcut holds: each class below
+// 2^-3 converts as the first class of [2^-3, 1/4) in its sign, and each finite one from
+// 16 up as the first of [8, 16).
 TEST(Formats, e2m1_classes_convert_alike) {
   using formats_codes::e2m1_class, formats_codes::e2m1_class_member;
   const auto code = [](std::uint32_t bits) {
