@@ -24,7 +24,7 @@ cuda::device_span<T> on_device(T* p, std::size_t n) {
 inline constexpr int kReps = 21, kBatch = 10, kGraphBatch = 20;
 
 // Back-to-back launches an event pair times: kBatch, or AETHER_BENCH_BATCH (a
-// diagnostic: a longer batch spreads the first launch's host latency thinner).
+// diagnostic: whether a longer batch keeps the same pace).
 inline int back_to_back_batch() {
   static const int batch = [] {
     const char* v = std::getenv("AETHER_BENCH_BATCH");
@@ -41,17 +41,25 @@ inline void check(cudaError_t e, const char* what) {
   }
 }
 
-// Median over kReps of the per-launch time of back_to_back_batch() launches of
-// fn between two events, in microseconds: stream throughput with the host's
-// launch latency overlapped (graph_us below removes the launch gaps too).
-inline float median_us(cudaStream_t stream, const std::function<void()>& fn,
-                       int batch = back_to_back_batch()) {
+// Where a timed batch's first event stands. `drained`: on an idle stream, so the
+// figure includes the first launch's host latency (one call alone, timed the way
+// torch's timings are). `behind_a_launch`: queued behind one more launch of fn,
+// not timed, so the host enqueues the batch while the device runs that launch and
+// the figure is the stream's steady pace; the host's own pace still shows where it
+// is slower than the device's.
+enum class BatchStart { drained, behind_a_launch };
+
+// Median over kReps of the per-launch time of `batch` launches of fn between two
+// events, in microseconds.
+inline float timed_us(cudaStream_t stream, const std::function<void()>& fn, int batch,
+                      BatchStart start) {
   cudaEvent_t a, b;
   check(cudaEventCreate(&a), "event");
   check(cudaEventCreate(&b), "event");
   for (int i = 0; i < 5; ++i) fn();
   std::vector<float> t;
   for (int i = 0; i < kReps; ++i) {
+    if (start == BatchStart::behind_a_launch) fn();
     check(cudaEventRecord(a, stream), "record");
     for (int j = 0; j < batch; ++j) fn();
     check(cudaEventRecord(b, stream), "record");
@@ -67,21 +75,34 @@ inline float median_us(cudaStream_t stream, const std::function<void()>& fn,
   return t[kReps / 2];
 }
 
-// The host's time to enqueue one call of fn on `stream`, in microseconds (20 calls
-// after the stream drains; the stream drained again after): where it reaches
-// median_us's figure for the same calls, that figure measures the host.
+// Back to back (batch > 1): stream throughput, the batch behind a launch. One
+// launch (batch 1): that launch from a drained stream.
+inline float median_us(cudaStream_t stream, const std::function<void()>& fn,
+                       int batch = back_to_back_batch()) {
+  return timed_us(stream, fn, batch, batch > 1 ? BatchStart::behind_a_launch : BatchStart::drained);
+}
+
+// The host's time to enqueue one call of fn on `stream`, in microseconds: the mean
+// of 20 calls, each made on a drained stream, so that no call waits for the device
+// (a call that takes a buffer in use by an earlier one would): the host's own work.
+// Where it reaches median_us's figure for the same calls, that figure measures the
+// host.
 inline double enqueue_us(cudaStream_t stream, const std::function<void()>& fn) {
+  std::chrono::duration<double, std::micro> host{};
+  for (int i = 0; i < 20; ++i) {
+    check(cudaStreamSynchronize(stream), "sync");
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    host += std::chrono::steady_clock::now() - t0;
+  }
   check(cudaStreamSynchronize(stream), "sync");
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < 20; ++i) fn();
-  const auto t1 = std::chrono::steady_clock::now();
-  check(cudaStreamSynchronize(stream), "sync");
-  return std::chrono::duration<double, std::micro>(t1 - t0).count() / 20;
+  return host.count() / 20;
 }
 
 // Median per-launch time of a graph of `calls` (at least kGraphBatch) launches of
 // fn on `stream`: as many as the input sets fn rotates through, so a replay takes
-// every set.
+// every set. Each timed replay follows another, so the graph's own launch is
+// overlapped as a queued batch's launches are.
 inline float graph_us(cudaStream_t stream, const std::function<void()>& fn,
                       std::size_t calls = kGraphBatch) {
   calls = std::max<std::size_t>(calls, kGraphBatch);
@@ -91,8 +112,9 @@ inline float graph_us(cudaStream_t stream, const std::function<void()>& fn,
   for (std::size_t i = 0; i < calls; ++i) fn();
   check(cudaStreamEndCapture(stream, &graph), "end capture");
   check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const float us = median_us(
-      stream, [&] { check(cudaGraphLaunch(exec, stream), "graph launch"); }, 1);
+  const float us = timed_us(
+      stream, [&] { check(cudaGraphLaunch(exec, stream), "graph launch"); }, 1,
+      BatchStart::behind_a_launch);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   return us / float(calls);
