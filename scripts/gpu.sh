@@ -90,7 +90,10 @@ for tool in ${AETHER_SANITIZE_TOOLS:-memcheck initcheck racecheck synccheck}; do
   audit compress compress_refusal_props "$build/props/compress_refusal_props" 'CompressCuda.*'
   audit dosa dosa_cuda_test "$build/tests/dosa_cuda_test" '*'
   audit dosa dosa_cuda_props "$build/props/dosa_cuda_props" '*'
-  audit formats formats_cuda_test "$build/tests/formats_cuda_test" '*'
+  # (under initcheck a store queued behind a held stream returns only once the stream
+  # is let go, on the H200: the held-stream test runs under the other three tools)
+  audit formats formats_cuda_test "$build/tests/formats_cuda_test" \
+    "$([[ $tool == initcheck ]] && echo '-*stores_return_while_their_stream_is_held*' || echo '*')"
   audit formats formats_props "$build/props/formats_props" 'FormatsCuda.*'
 done
 fi

@@ -59,8 +59,8 @@ TEST_P(CompressCuda, every_kernel_path_at_d_512_and_1024_equals_the_cpu) {
 // A call's requests reach its kernels by their count (docs/compress.md). A
 // prefill's table: in the kernels' parameters (up to 64 requests), stored by
 // kernels carrying it in pieces of 4, 8, 16 or 32000 bytes' worth (up to 128, 256,
-// 512 and 1000), else from a pinned mirror (a captured call: in two pieces); a
-// prefill at each length and one past it. A decode step's: in its launches' own
+// 512 and 1000), else in two or more pieces of 32000 bytes (a captured call's side
+// by side); a prefill at each length and one past it. A decode step's: in its launches' own
 // parameters, a decode at each launch capacity and one past it, and one of three
 // parts.
 TEST_P(CompressCuda, every_table_length_equals_the_cpu) {
@@ -213,7 +213,7 @@ TEST(CompressCudaGraph, each_replay_refuses_by_its_own_inputs) {
     for (float& x : step.projected) x = normal(rng);
     if (replay % 2 == 1) step.projected[3 * 16 + 5] = NAN;  // request 0's position 4, a score
     device.upload(step);
-    props::take_both_scratch_buffers(graph.stream());
+    props::run_two_uploading_calls(graph.stream());
     ASSERT_TRUE(graph.replay());
     const auto cpu = props::on_cpu(step);
     EXPECT_EQ(cpu.status.ok(), replay % 2 == 0);
@@ -225,10 +225,10 @@ INSTANTIATE_TEST_SUITE_P(EveryLaunch, CompressCuda,
                          ::testing::Values(Mode::Waiting, Mode::Queued, Mode::Captured),
                          [](const auto& info) { return props::mode_name(info.param); });
 
-// Queued calls back to back on one stream, no wait between them (the host fills
-// one scratch buffer while the device still reads the other): three prefill chunks
-// and two decode steps over 100 requests on one ring, each into its own outputs,
-// equal to the same calls on the CPU. Then the same calls captured in one graph
+// Queued calls back to back on one stream, no wait between them (each prefill's
+// table in scratch memory of its own): three prefill chunks and two decode steps
+// over 100 requests on one ring, each into its own outputs, equal to the same calls
+// on the CPU. Then the same calls captured in one graph
 // behind a memset node and replayed: each call's reset follows a kernel of the
 // call before it, or the memset, and must wait for it.
 TEST(CompressCudaQueue, calls_back_to_back_equal_the_cpu) {

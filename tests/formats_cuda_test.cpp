@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "impl/cpu/formats.hpp"
 #include "impl/cuda/formats.hpp"
@@ -241,6 +242,48 @@ TEST_P(FormatsCuda, refused_reads_name_the_models_first_refusal) {
   EXPECT_EQ(read({3, 5}), (FormatsError{fe::NonFiniteInput{32}}));
   EXPECT_EQ(read({5, 8}), (FormatsError{fe::BadSlot{1, 8}}));
   EXPECT_EQ(read({-1, -3}), (FormatsError{fe::BadSlot{1, -3}}));
+}
+
+// Queued stores take their claims' tables in stream order: four queued behind a host
+// function that holds their stream each return before it lets go (a store that
+// waited on the host for an earlier call's table would wait for the held stream),
+// and afterwards the cache equals the model's.
+TEST(FormatsCudaQueue, stores_return_while_their_stream_is_held) {
+  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
+  constexpr std::size_t kCalls = 4, kRows = 16, kDim = 128;
+  const CacheGeometry g{CacheFormat::IndexFp4, kDim, 64, 1};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  F rows(kCalls * kRows * kDim);
+  for (float& x : rows) x = normal(rng);
+  std::vector<std::int32_t> slots(kCalls * kRows);
+  for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = std::int32_t(slots.size() - 1 - i);
+  std::vector<std::byte> want(g.bytes(), std::byte{0x5a});
+  ASSERT_TRUE(model::store_rows(g, rows, slots, want, RoundingProfile::Cuda).ok());
+
+  props::DeviceBuffer<float> d_rows{std::span<const float>(rows)};
+  props::DeviceBuffer<std::int32_t> d_slots{std::span<const std::int32_t>(slots)};
+  props::DeviceBuffer<std::byte> cache{
+      std::span<const std::byte>(std::vector<std::byte>(g.bytes(), std::byte{0x5a}))};
+  props::DeviceBuffer<cuda::DeviceVerdict> verdicts{
+      std::span<const cuda::DeviceVerdict>(std::vector<cuda::DeviceVerdict>(kCalls))};
+  const props::Held held = props::queue_while_held([&](cudaStream_t stream) {
+    for (std::size_t c = 0; c < kCalls; ++c)
+      if (!cuda::enqueue_store_rows(g, d_rows.span().subspan(c * kRows * kDim, kRows * kDim),
+                                    d_slots.span().subspan(c * kRows, kRows), cache.span(),
+                                    verdicts.span().data() + c, RoundingProfile::Cuda, stream)
+               .ok())
+        return false;
+    return true;
+  });
+  EXPECT_TRUE(held.returned) << "a queued store waited for its held stream";
+  ASSERT_TRUE(held.ok);
+  std::vector<cuda::DeviceVerdict> got(kCalls);
+  verdicts.download(got);
+  for (const auto& v : got) EXPECT_TRUE(cuda::formats_verdict(v).ok());
+  std::vector<std::byte> after(g.bytes());
+  cache.download(after);
+  EXPECT_EQ(props::cache_report(g, want, after), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryLaunch, FormatsCuda,

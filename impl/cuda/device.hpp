@@ -155,18 +155,16 @@ int allow_dynamic_shared(const void* kernel);
 // bytes CUDA 12.1 and later accept).
 inline constexpr std::size_t kKernelCarriedBytes = 32000;
 
-// A call's metadata, built on the host, in one of two per-thread, per-device
-// device buffers grown on demand and taken in turn (so the host can prepare a call
-// while the device runs the previous one): upload_scratch waits until the call
-// that last used the buffer has finished reading it (release_scratch recorded that
-// point on its stream), then copies `bytes` from `host` on `stream` (by a kernel
-// carrying them in its parameters up to 32000 bytes, else from a pinned mirror;
-// host nullptr: no copy, the buffer is only reserved). The buffer holds at least
-// max(bytes, reserve) bytes: room for device-only work after the copied part.
-// Every upload_scratch is followed by its release_scratch before the next. A call
-// captured in a CUDA graph gets a buffer of its own instead (allocated and freed
-// in the graph, the copied bytes kept in the graph), so its replays read what the
-// call was given. 0 or the cudaError_t.
+// A call's metadata, built on the host, in a device buffer of its own: upload_scratch
+// allocates max(bytes, reserve) bytes in stream order on `stream` (from a
+// per-thread, per-device pool; a call captured in a CUDA graph, from the graph's
+// memory) and stores `bytes` from `host` there by kernels that carry them in their
+// parameters (32000 bytes a kernel; host nullptr: nothing stored, the buffer is
+// only reserved, room for device-only work). release_scratch frees it in stream
+// order after the call's last kernel. So the host never waits for the device to
+// finish with an earlier call's buffer, however many calls are queued, and a
+// captured call's replays read what the call was given. Every upload_scratch is
+// followed by its release_scratch before the next. 0 or the cudaError_t.
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device,
                    std::size_t reserve = 0);
 int release_scratch(Stream stream);

@@ -1,6 +1,7 @@
-// The upload scratch of impl/cuda/device.hpp: per-thread, per-device rings of
-// device buffers with pinned mirrors, and the pieces a captured call's table is
-// carried in.
+// The upload scratch of impl/cuda/device.hpp: each call's buffer allocated in
+// stream order (from a per-thread, per-device pool, or, in a captured call, from
+// the graph's own memory), its copied part stored by kernels that carry it in
+// their parameters.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,69 +16,74 @@
 namespace aether::cuda {
 
 namespace {
-struct Scratch {
-  void* buffer = nullptr;
-  std::size_t bytes = 0;
-  cudaEvent_t done = nullptr;
-  // Pinned mirror of the copied part: a copy from pageable memory blocks the host
-  // for several microseconds per call, from pinned memory it is queued.
-  void* pinned = nullptr;
-  std::size_t pinned_bytes = 0;
-};
-// Calls take the slots in turn, so the host prepares a call while the device still
-// runs the previous one (with one slot it waited for that call to finish reading).
-constexpr std::size_t kScratchSlots = 2;
 // Streams a captured call's table pieces fan out over (a 4096-request prefill table has five).
 constexpr std::size_t kFanStreams = 4;
-struct ScratchRing {
-  Scratch slots[kScratchSlots];
-  std::size_t current = 0;   // the slot of the call between upload and release
-  void* captured = nullptr;  // that call's own buffer, when it is captured in a graph
+// What the pool keeps across synchronisations: 16 claims' tables of a 262144-row
+// store (4 MiB each); memory past it goes back to the device when a stream or the
+// device is synchronised.
+constexpr std::uint64_t kPoolKeeps = std::uint64_t(64) << 20;
+struct Scratch {
+  // A queued call's buffers, allocated and freed in stream order: no call waits on
+  // the host for an earlier one to finish with its buffer, however many are queued.
+  // A pool of its own, so the process's default pool keeps its settings.
+  cudaMemPool_t pool = nullptr;  // made by make_pool
+  void* current = nullptr;       // the call's buffer, between upload and release
   Stream fan[kFanStreams] =
       {};  // store_pieces' streams for a captured table's pieces, made at first use
   cudaEvent_t fan_forked = nullptr, fan_joined = nullptr;
 };
-struct ScratchRings {
-  std::vector<std::pair<int, ScratchRing>> by_device;
-  ~ScratchRings() {
-    for (auto& [device, ring] : by_device) {
-      for (Scratch& s : ring.slots) {
-        cudaFree(s.buffer);
-        cudaFreeHost(s.pinned);
-        if (s.done) cudaEventDestroy(s.done);
-      }
-      for (Stream st : ring.fan)
+struct Scratches {
+  std::vector<std::pair<int, Scratch>> by_device;
+  ~Scratches() {
+    for (auto& [device, s] : by_device) {
+      if (s.pool) cudaMemPoolDestroy(s.pool);  // its memory goes once its frees have run
+      for (Stream st : s.fan)
         if (st) cudaStreamDestroy(st);
-      for (cudaEvent_t e : {ring.fan_forked, ring.fan_joined})
+      for (cudaEvent_t e : {s.fan_forked, s.fan_joined})
         if (e) cudaEventDestroy(e);
     }
   }
 };
 
-int current_ring(ScratchRing** out) {
-  thread_local ScratchRings rings;
+// Made at a thread's first queued call on a device, never inside a capture (a
+// captured call takes the graph's memory; a pool made there would end the capture).
+int make_pool(cudaMemPool_t* pool) {
   int device = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  for (auto& [d, ring] : rings.by_device)
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  if (cudaError_t e = cudaMemPoolCreate(pool, &props); e != cudaSuccess) return e;
+  std::uint64_t keeps = kPoolKeeps;
+  if (cudaError_t e = cudaMemPoolSetAttribute(*pool, cudaMemPoolAttrReleaseThreshold, &keeps);
+      e != cudaSuccess) {
+    cudaMemPoolDestroy(std::exchange(*pool, nullptr));
+    return e;
+  }
+  return 0;
+}
+
+int current_scratch(Scratch** out) {
+  thread_local Scratches scratches;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  for (auto& [d, s] : scratches.by_device)
     if (d == device) {
-      *out = &ring;
+      *out = &s;
       return 0;
     }
-  ScratchRing ring;
-  for (Scratch& s : ring.slots)
-    if (cudaError_t e = cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming); e != cudaSuccess)
-      return e;
-  rings.by_device.emplace_back(device, ring);
-  *out = &rings.by_device.back().second;
+  scratches.by_device.emplace_back(device, Scratch{});
+  *out = &scratches.by_device.back().second;
   return 0;
 }
 
 // A piece of a call's metadata, carried by its kernel's parameters: a graph keeps
-// them, where a copy node would read the pinned mirror that later calls
-// overwrite, and a queued call needs no copy engine (whose copy the next kernel
-// waits for). At most 32000 bytes, under the 32764 that CUDA 12.1 and later
-// accept (with 4 KiB pieces a 4096-request table would be 33 kernels in a row);
-// the smallest of 4, 8 and 16 KiB that holds the table where one does, since a
+// them, where a copy node would read host memory that later calls overwrite, and
+// a queued call keeps no host memory alive until the device has read it, nor
+// waits for a copy engine (whose copy the next kernel would wait for). At most 32000 bytes, under
+// the 32764 that CUDA 12.1 and later accept (with 4 KiB pieces a 4096-request table would be 33
+// kernels in a row); the smallest of 4, 8 and 16 KiB that holds the table where one does, since a
 // launch copies every parameter byte (a launch's host time grows with its
 // parameters, docs/performance.md).
 template <std::size_t Words>
@@ -104,16 +110,16 @@ __global__ void store_piece(const __grid_constant__ Piece<Words> piece, std::siz
   for (std::size_t i = 16 * whole + first; i < count; i += stride) to[i] = bytes[i];
 }
 
-// `ring`'s fan streams and events, made at first use.
-int make_fan(ScratchRing* ring) {
-  if (ring->fan_joined != nullptr) return 0;
-  for (Stream& st : ring->fan)
+// `s`'s fan streams and events, made at first use.
+int make_fan(Scratch* s) {
+  if (s->fan_joined != nullptr) return 0;
+  for (Stream& st : s->fan)
     if (cudaError_t e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking); e != cudaSuccess)
       return e;
-  if (cudaError_t e = cudaEventCreateWithFlags(&ring->fan_forked, cudaEventDisableTiming);
+  if (cudaError_t e = cudaEventCreateWithFlags(&s->fan_forked, cudaEventDisableTiming);
       e != cudaSuccess)
     return e;
-  return cudaEventCreateWithFlags(&ring->fan_joined, cudaEventDisableTiming);
+  return cudaEventCreateWithFlags(&s->fan_joined, cudaEventDisableTiming);
 }
 
 // `bytes` from `host` into `device` by kernels. With `fan` (a captured call) the pieces after the
@@ -121,8 +127,7 @@ int make_fan(ScratchRing* ring) {
 // 4096-request prefill table's five pieces would add up in each replay); `stream`
 // then waits for all of them.
 template <std::size_t Words>
-int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
-                 ScratchRing* fan) {
+int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device, Scratch* fan) {
   Piece<Words> piece;
   const std::size_t pieces = (bytes + sizeof piece.words - 1) / sizeof piece.words;
   const std::size_t fanned =
@@ -148,7 +153,7 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
   return cudaGetLastError();
 }
 int store_pieces(const void* host, std::size_t bytes, Stream stream, void* device,
-                 ScratchRing* fan = nullptr) {
+                 Scratch* fan = nullptr) {
   if (bytes <= sizeof(Piece<kSmallPiece>))
     return store_pieces<kSmallPiece>(host, bytes, stream, device, fan);
   if (bytes <= sizeof(Piece<2 * kSmallPiece>))
@@ -158,63 +163,33 @@ int store_pieces(const void* host, std::size_t bytes, Stream stream, void* devic
   return store_pieces<kLargePiece>(host, bytes, stream, device, fan);
 }
 
-// `bytes` from `host` into slot s's buffer on `stream`: a table that fits one
-// kernel's parameters goes with a kernel (a copy from the host is a copy engine's
-// operation the next kernel waits for), a longer one from the slot's pinned mirror.
-int copy_into(Scratch* s, const void* host, std::size_t bytes, Stream stream) {
-  if (bytes <= kKernelCarriedBytes) return store_pieces(host, bytes, stream, s->buffer);
-  if (bytes > s->pinned_bytes) {  // the previous copy out of it finished before `done`
-    cudaFreeHost(s->pinned);
-    s->pinned = nullptr;
-    s->pinned_bytes = 0;
-    if (cudaError_t e = cudaMallocHost(&s->pinned, bytes); e != cudaSuccess) return e;
-    s->pinned_bytes = bytes;
-  }
-  std::memcpy(s->pinned, host, bytes);
-  return cudaMemcpyAsync(s->buffer, s->pinned, bytes, cudaMemcpyHostToDevice, stream);
-}
-
-// The captured call's buffer: a stream-ordered allocation (the graph's own memory,
-// freed by release_scratch in the same graph), its metadata stored by kernels.
-int upload_captured(ScratchRing* ring, const void* host, std::size_t bytes, Stream stream,
-                    void** device, std::size_t reserve) {
-  const std::size_t used = std::max<std::size_t>({bytes, reserve, 1});
-  if (cudaError_t e = cudaMallocAsync(device, used, stream); e != cudaSuccess) return e;
-  ring->captured = *device;
-  if (host != nullptr && bytes > 0) return store_pieces(host, bytes, stream, *device, ring);
-  return 0;
-}
 }  // namespace
 
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device,
                    std::size_t reserve) {
-  ScratchRing* ring = nullptr;
-  if (int e = current_ring(&ring)) return e;
+  Scratch* s = nullptr;
+  if (int e = current_scratch(&s)) return e;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess) return e;
-  if (capture == cudaStreamCaptureStatusActive)
-    return upload_captured(ring, host, bytes, stream, device, reserve);
-  ring->current = (ring->current + 1) % kScratchSlots;
-  Scratch* s = &ring->slots[ring->current];
-  if (cudaError_t e = cudaEventSynchronize(s->done); e != cudaSuccess) return e;
-  if (const std::size_t needed = std::max(bytes, reserve); needed > s->bytes) {
-    cudaFree(s->buffer);
-    s->buffer = nullptr;
-    s->bytes = 0;
-    if (cudaError_t e = cudaMalloc(&s->buffer, needed); e != cudaSuccess) return e;
-    s->bytes = needed;
-  }
-  *device = s->buffer;
-  if (bytes == 0 || host == nullptr) return 0;
-  return copy_into(s, host, bytes, stream);
+  const bool captured = capture == cudaStreamCaptureStatusActive;
+  if (!captured && s->pool == nullptr)
+    if (int e = make_pool(&s->pool)) return e;
+  const std::size_t used = std::max<std::size_t>({bytes, reserve, 1});
+  // captured: an allocation node, its memory the graph's, freed by release_scratch's
+  // node in the same graph, so each replay reads the bytes stored below
+  const cudaError_t allocated = captured ? cudaMallocAsync(device, used, stream)
+                                         : cudaMallocFromPoolAsync(device, used, s->pool, stream);
+  if (allocated != cudaSuccess) return allocated;
+  s->current = *device;
+  if (host == nullptr || bytes == 0) return 0;
+  return store_pieces(host, bytes, stream, *device, captured ? s : nullptr);
 }
 
 int release_scratch(Stream stream) {
-  ScratchRing* ring = nullptr;
-  if (int e = current_ring(&ring)) return e;
-  if (void* captured = std::exchange(ring->captured, nullptr))
-    return cudaFreeAsync(captured, stream);
-  return cudaEventRecord(ring->slots[ring->current].done, stream);
+  Scratch* s = nullptr;
+  if (int e = current_scratch(&s)) return e;
+  if (void* buffer = std::exchange(s->current, nullptr)) return cudaFreeAsync(buffer, stream);
+  return 0;
 }
 
 }  // namespace aether::cuda

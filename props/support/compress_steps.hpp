@@ -1,6 +1,6 @@
 // One compression step given to the CPU backend and to CUDA in each launch mode
 // (props/support/cuda_launch.hpp; CUDA builds only), the captured call replayed
-// after two eager calls have taken both scratch buffers.
+// after two eager calls that upload tables of their own.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -61,9 +61,9 @@ class DeviceStep {
   props::DeviceBuffer<cuda::DeviceVerdict> verdict_;
 };
 
-// Two eager calls of another table (100 requests: uploaded into a scratch buffer,
-// so between them they take both), which overwrite what any earlier call left in
-// the scratch buffers and their pinned mirrors.
-void take_both_scratch_buffers(cudaStream_t stream);
+// Two eager calls of another table (100 requests: each uploads its table into
+// scratch memory): a replay after them that read anything but its own copy of its
+// table would read theirs.
+void run_two_uploading_calls(cudaStream_t stream);
 
 }  // namespace aether::props

@@ -99,7 +99,7 @@ Step on_gpu(Step s, Mode mode) {
   } else {
     Graph graph([&](cudaStream_t stream) { return d.queue(stream); });
     EXPECT_TRUE(graph.ok());
-    take_both_scratch_buffers(graph.stream());
+    run_two_uploading_calls(graph.stream());
     EXPECT_TRUE(graph.replay());
   }
   return d.download(std::move(s));
@@ -121,7 +121,7 @@ void expect_agree(const Step& cpu, const Step& gpu, const Step& given, const std
   EXPECT_EQ(gpu.positions, cpu.positions) << what;
 }
 
-void take_both_scratch_buffers(cudaStream_t stream) {
+void run_two_uploading_calls(cudaStream_t stream) {
   std::vector<CompressRequest> requests;
   for (std::int32_t i = 0; i < 100; ++i) requests.push_back({i, 1000 + i, 2});
   float x = 0;

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -31,5 +32,19 @@ class Graph {
   cudaGraphExec_t exec_ = nullptr;
   bool ok_ = false;
 };
+
+// The calls `queue` makes on a stream of its own, twice: once as they are (their
+// kernels loaded and this thread's scratch pool made, either of which may wait for
+// the device once), then while a host function holds the stream (nothing queued on
+// it runs until it lets go). `returned` says whether the second `queue` came back
+// within `limit`, as queued calls that never wait for the device do (a watchdog
+// lets the stream go at `limit` otherwise); `ok`, whether both `queue`s and the
+// stream's work succeeded. `queue` must be one that can run twice (calls whose
+// second run writes what the first wrote).
+struct Held {
+  bool returned = false, ok = false;
+};
+Held queue_while_held(const std::function<bool(cudaStream_t)>& queue,
+                      std::chrono::seconds limit = std::chrono::seconds(30));
 
 }  // namespace aether::props

@@ -53,9 +53,9 @@ mutant compress cpu-ring-checked-before-inputs impl/cpu/compress.cpp \
 # or the old ring entries left unchecked; the index a 16-byte group reports; a
 # prefill's ring keeping one position less; a ring entry one position off; the
 # verdict not reset; the rows computed with the previous chunk's latents (the
-# prefetched ones dropped); a call captured in a graph copying its requests from the
-# pinned mirror later calls reuse (or storing only the first piece of them, or not
-# waiting for the pieces on other streams); a table of 8 or 16 KiB stored short of
+# prefetched ones dropped); a call captured in a graph not storing its requests in
+# its own memory (or storing only the first piece of them, or not waiting for the
+# pieces on other streams); a table of 8 or 16 KiB stored short of
 # its last 16 bytes; the streamed pair rows reading the stage after their own or
 # skipping a row's last chunk; decode leaving a position whose group completes just
 # past the step out of the ring; the warp's table search overshooting; prefill's second
@@ -86,8 +86,8 @@ cuda_mutant compress cuda-verdict-not-reset impl/cuda/device.cu \
   's|  if (cudaError_t e = overlapped(reset_whole_verdict, dim3(1), 1, 0, stream, verdict)) return e;||'
 cuda_mutant compress cuda-search-overshoots-a-request-start impl/cuda/compress_table.cuh \
   's|std::size_t(offset(requests\[probe(lane)\])) <= x;|std::size_t(offset(requests[probe(lane)])) <= x + 1;|'
-cuda_mutant compress cuda-captured-table-from-the-pinned-mirror impl/cuda/device_scratch.cu \
-  's|  if (capture == cudaStreamCaptureStatusActive)$|  if (false)|'
+cuda_mutant compress cuda-captured-table-not-stored impl/cuda/device_scratch.cu \
+  's|  return store_pieces(host, bytes, stream, \*device, captured ? s : nullptr);|  return captured ? 0 : store_pieces(host, bytes, stream, *device, nullptr);|'
 cuda_mutant compress cuda-captured-table-first-piece-only impl/cuda/device_scratch.cu \
   's|  for (std::size_t p = 0; p < pieces; ++p) {|  for (std::size_t p = 0; p < 1; ++p) {|'
 cuda_mutant compress cuda-captured-table-pieces-not-joined impl/cuda/device_scratch.cu \

@@ -63,3 +63,7 @@ cuda_mutant formats cuda-store-verdict-not-reset impl/cuda/formats.cu \
 # the evict-first fetch (impl/cuda/evict_first.cuh) copying zeros: IndexFp4's store reads it
 cuda_mutant formats cuda-index-fetch-zero-filled impl/cuda/evict_first.cuh \
   's|\[%0\], \[%1\], 16, %2;|[%0], [%1], 16, 0, %2;|'
+# a queued call's scratch (the store's claims' table) waiting for the device first:
+# a store queued behind a held stream does not return
+cuda_mutant formats cuda-queued-table-waits-for-the-device impl/cuda/device_scratch.cu \
+  's|  s->current = \*device;|  s->current = *device; if (!captured) cudaStreamSynchronize(stream);|'
