@@ -276,8 +276,8 @@ TEST(FormatsCudaQueue, stores_return_while_their_stream_is_held) {
         return false;
     return true;
   });
+  ASSERT_TRUE(held.ok) << "a store, or the stream's work, failed";
   EXPECT_TRUE(held.returned) << "a queued store waited for its held stream";
-  ASSERT_TRUE(held.ok);
   std::vector<cuda::DeviceVerdict> got(kCalls);
   verdicts.download(got);
   for (const auto& v : got) EXPECT_TRUE(cuda::formats_verdict(v).ok());
