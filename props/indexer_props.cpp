@@ -87,17 +87,22 @@ AETHER_GPU_PROP(IndexerCuda, topk_agrees_with_the_model, "L0", ()) {
                               "cuda topk");
 }
 
-// The queued call: its refusals come back through the device verdict, described
-// the model's way; out's length, the one shape the queued form refuses before
-// queuing anything, is refused before the data's refusals.
+// The queued call, plain and captured in a CUDA graph and replayed: its refusals
+// come back through the device verdict, described the model's way; out's length,
+// the one shape the queued form refuses before queuing anything, is refused before
+// the data's refusals.
 AETHER_GPU_PROP(IndexerCuda, queued_topk_agrees_with_the_model, "L0", ()) {
-  props::check_topk_agreement(
-      [](auto&&... args) { return props::cuda_queued_valid_prefix_topk(args...); },
-      *props::gen_any_topk_call(), "cuda queued topk", props::OutputCheck::BeforeData);
+  const props::TopkCall c = *props::gen_any_topk_call();
+  for (const props::Mode mode : {props::Mode::Queued, props::Mode::Captured})
+    props::check_topk_agreement(
+        [mode](auto&&... args) {
+          return props::cuda_queued_valid_prefix_topk(args..., nullptr, mode);
+        },
+        c, "cuda " + props::mode_name(mode) + " topk", props::OutputCheck::BeforeData);
 }
 
 // Rows the read-once path takes, in every distribution that sends its finish a
-// different way (tagged by the ways the verdict counts).
+// different way (tagged by the ways the verdict counts), queued and captured.
 AETHER_GPU_PROP(IndexerCuda, wide_topk_agrees_with_the_model, "L0", ()) {
   const props::TopkCall c = *props::gen_wide_topk_call();
   props::check_topk_agreement(props::cuda_valid_prefix_topk, c, "cuda topk");
@@ -112,6 +117,12 @@ AETHER_GPU_PROP(IndexerCuda, wide_topk_agrees_with_the_model, "L0", ()) {
         return status;
       },
       c, "cuda queued topk", props::OutputCheck::BeforeData);
+  // captured: its scratch (the rows' records and lists) allocated in the graph
+  props::check_topk_agreement(
+      [](auto&&... args) {
+        return props::cuda_queued_valid_prefix_topk(args..., nullptr, props::Mode::Captured);
+      },
+      c, "cuda captured topk", props::OutputCheck::BeforeData);
 }
 #endif
 

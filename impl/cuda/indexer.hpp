@@ -29,12 +29,13 @@ Status<IndexerError> valid_prefix_topk(device_span<const float> scores, std::siz
                                        device_span<const std::int32_t> ends, std::size_t k,
                                        device_span<std::int32_t> out, Stream stream = nullptr);
 
-// The same call queued on `stream` without a host wait (not tested under graph
-// capture): out's and scores' shapes are refused at once; a bad end or non-finite
-// score is left in *verdict (device memory), read back and turned into the model's
-// error by valid_prefix_topk_verdict (width: the call's). verdict->detail[0] counts the
-// read-once rows whose sampled threshold missed, selected by the slower one-block
-// method (a speed figure, never a different answer).
+// The same call queued on `stream` without a host wait (capturable in a CUDA graph,
+// its scratch then the graph's own): out's and scores' shapes are refused at once;
+// a bad end or non-finite score is left in *verdict (device memory), read back and
+// turned into the model's error by valid_prefix_topk_verdict (width: the call's).
+// verdict->detail[0] counts the read-once rows whose sampled threshold missed,
+// selected by the slower one-block method (a speed figure, never a different
+// answer).
 Status<IndexerError> enqueue_valid_prefix_topk(device_span<const float> scores, std::size_t width,
                                                device_span<const std::int32_t> ends, std::size_t k,
                                                device_span<std::int32_t> out,

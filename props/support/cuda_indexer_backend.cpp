@@ -1,6 +1,7 @@
 #include <vector>
 
 #include "impl/cuda/indexer.hpp"
+#include "props/support/cuda_launch.hpp"
 #include "props/support/device_buffer.hpp"
 #include "props/support/indexer_backends.hpp"
 
@@ -22,13 +23,24 @@ Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::
 Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                                    std::span<const std::int32_t> ends,
                                                    std::size_t k, std::span<std::int32_t> out,
-                                                   TopkPaths* paths) {
+                                                   TopkPaths* paths, Mode mode) {
   DeviceBuffer<float> d_scores(scores);
   DeviceBuffer<std::int32_t> d_ends(ends), d_out{std::span<const std::int32_t>(out)};
   const cuda::DeviceVerdict unset{0x5a5a, {0x5a5a, 0x5a5a}};
   DeviceBuffer<cuda::DeviceVerdict> d_verdict{std::span<const cuda::DeviceVerdict>(&unset, 1)};
-  auto status = cuda::enqueue_valid_prefix_topk(d_scores.span(), width, d_ends.span(), k,
-                                                d_out.span(), d_verdict.span().data());
+  const auto queue = [&](cudaStream_t stream) {
+    return cuda::enqueue_valid_prefix_topk(d_scores.span(), width, d_ends.span(), k, d_out.span(),
+                                           d_verdict.span().data(), stream);
+  };
+  Status<IndexerError> status = Ok{};
+  if (mode == Mode::Captured) {
+    // refusals of shape come back from the capture; the data's from the replay's verdict
+    Graph graph([&](cudaStream_t stream) { return (status = queue(stream)).ok(); });
+    if (status.ok() && !(graph.ok() && graph.replay()))
+      status = IndexerError{indexer_error::DeviceFailure{int(cudaGetLastError())}};
+  } else {
+    status = queue(nullptr);
+  }
   cuda::DeviceVerdict verdict;
   d_verdict.download({&verdict, 1});
   if (status.ok()) status = cuda::valid_prefix_topk_verdict(verdict, width);

@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "api/indexer.hpp"
+#ifdef AETHER_HAVE_CUDA
+#include "props/support/cuda_launch.hpp"
+#endif
 
 namespace aether::props {
 
@@ -51,11 +54,13 @@ Status<IndexerError> cuda_valid_prefix_topk(std::span<const float> scores, std::
 struct TopkPaths {
   long long from_scores = -1, refined_or_tied = -1;
 };
-// The queued form (enqueue_valid_prefix_topk, its verdict read back and described).
+// The queued form (enqueue_valid_prefix_topk, its verdict read back and described),
+// queued (Mode::Queued) or captured in a CUDA graph and replayed (Mode::Captured).
 Status<IndexerError> cuda_queued_valid_prefix_topk(std::span<const float> scores, std::size_t width,
                                                    std::span<const std::int32_t> ends,
                                                    std::size_t k, std::span<std::int32_t> out,
-                                                   TopkPaths* paths = nullptr);
+                                                   TopkPaths* paths = nullptr,
+                                                   Mode mode = Mode::Queued);
 
 // The CUDA scorer behind host buffers: queries [T, H, D] as bf16 bits.
 Status<IndexerError> cuda_index_scores(std::span<const std::uint16_t> queries,

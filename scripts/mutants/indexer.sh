@@ -71,3 +71,8 @@ cuda_mutant indexer cuda-query-piece-row-carried-twice impl/cuda/indexer_scores_
   's|    if (c >= p.chunks) c -= p.chunks, ++h;|    if (c >= p.chunks) c -= p.chunks, h += 2;|'
 cuda_mutant indexer cuda-weights-of-the-first-tile impl/cuda/indexer_scores.cu \
   's|    const float\* w = weight_tile(t - t0);|    const float* w = weight_tile(0);|'
+# the read-once path synchronising its stream between two kernels: a queued call
+# that waits, and under capture one that ends the capture (only the captured call's
+# property sees it)
+cuda_mutant indexer cuda-read-once-synchronizes-its-stream impl/cuda/indexer_read_once.cu \
+  's|  if (e == 0) e = gather();|  if (e == 0) e = cudaStreamSynchronize(stream); if (e == 0) e = gather();|'
