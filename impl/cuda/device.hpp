@@ -163,7 +163,9 @@ inline constexpr std::size_t kKernelCarriedBytes = 32000;
 // only reserved, room for device-only work). release_scratch frees it in stream
 // order after the call's last kernel. So the host never waits for the device to
 // finish with an earlier call's buffer, however many calls are queued, and a
-// captured call's replays read what the call was given. Every upload_scratch is
+// captured call's replays read what the call was given. (A thread's first queued
+// call may still wait once: its pool is made then, and CUDA loads a kernel at its
+// first launch, which can wait for the device.) Every upload_scratch is
 // followed by its release_scratch before the next. 0 or the cudaError_t.
 int upload_scratch(const void* host, std::size_t bytes, Stream stream, void** device,
                    std::size_t reserve = 0);
