@@ -28,8 +28,8 @@ struct Scratch {
   // A pool of its own, so the process's default pool keeps its settings.
   cudaMemPool_t pool = nullptr;  // made by make_pool
   void* current = nullptr;       // the call's buffer, between upload and release
-  Stream fan[kFanStreams] =
-      {};  // store_pieces' streams for a captured table's pieces, made at first use
+  // store_pieces' streams for a captured table's pieces, made at first use
+  Stream fan[kFanStreams] = {};
   cudaEvent_t fan_forked = nullptr, fan_joined = nullptr;
 };
 struct Scratches {
@@ -79,13 +79,13 @@ int current_scratch(Scratch** out) {
 }
 
 // A piece of a call's metadata, carried by its kernel's parameters: a graph keeps
-// them, where a copy node would read host memory that later calls overwrite, and
-// a queued call keeps no host memory alive until the device has read it, nor
-// waits for a copy engine (whose copy the next kernel would wait for). At most 32000 bytes, under
-// the 32764 that CUDA 12.1 and later accept (with 4 KiB pieces a 4096-request table would be 33
-// kernels in a row); the smallest of 4, 8 and 16 KiB that holds the table where one does, since a
-// launch copies every parameter byte (a launch's host time grows with its
-// parameters, docs/performance.md).
+// them, where a copy node would read host memory that later calls overwrite, and a
+// queued call keeps no host memory alive until the device has read it, nor waits
+// for a copy engine (whose copy the next kernel would wait for). At most 32000
+// bytes, under the 32764 that CUDA 12.1 and later accept (with 4 KiB pieces a
+// 4096-request table would be 33 kernels in a row); the smallest of 4, 8 and 16 KiB
+// that holds the table where one does, since a launch copies every parameter byte
+// (a launch's host time grows with its parameters, docs/performance.md).
 template <std::size_t Words>
 struct Piece {
   uint4 words[Words];
