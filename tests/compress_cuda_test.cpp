@@ -128,7 +128,10 @@ TEST_P(CompressCuda, a_decode_in_parts_with_empty_requests_equals_the_cpu) {
 // MiB in), requests of three lengths. Then NaN in the last row's input (a latent's
 // last channel, then a score's lane 2 of its 16-byte group: the index names that
 // lane) and among a request's pending positions (which no row reads), each with an
-// inf after it that is not the one named.
+// inf after it that is not the one named. The two sizes lie on either side of the
+// size past which prefill's fetches leave the evict-first policy.
+static_assert(16384 * 512 <= cuda::kPrefillEvictFirstElements &&
+              36864 * 512 > cuda::kPrefillEvictFirstElements);
 TEST_P(CompressCuda, large_prefills_equal_the_cpu_and_name_the_first_non_finite_input) {
   for (const std::size_t count : {64, 72}) {
     const std::int32_t tokens = count == 64 ? 512 : 1024;

@@ -68,6 +68,7 @@ int launch(const impl::CompressPlan& plan, std::span<const CompressRequest> requ
   // the verdict: the second kernel would only wait
   c.pending_inputs = std::any_of(requests.begin(), requests.end(),
                                  [&](const auto& q) { return q.start % shape.ratio != 0; });
+  c.evict_first = plan.rows * shape.dim <= kPrefillEvictFirstElements;
   int failure = ck::queue_prefill(c, table, stream);
   if (failure == 0) failure = cudaGetLastError();
   // recorded on every path: the call that next takes the buffer waits for it

@@ -31,6 +31,13 @@ inline constexpr std::size_t kPrefillRequestsInParameters = 64;
 inline constexpr std::array<std::size_t, 4> kDecodeLaunchCapacities{64, 256, 1024, 1990};
 }  // namespace compress_tables
 
+// Prefill's row items (at r = 2) are fetched under the L2 evict-first policy in
+// calls of at most this many output elements (rows x D), under the normal policy in
+// larger ones: on the H200, D 512, evict-first took 32 and 64 requests x 512 tokens
+// from 70% and 78% of the copy to 75-76% and 82-83%, was even at 96 and cost 3 to 5
+// points from 128 (docs/performance.md). Named for tests that take both sides.
+inline constexpr std::size_t kPrefillEvictFirstElements = std::size_t(96) * 256 * 512;
+
 Status<CompressError> compress_prefill(std::span<const CompressRequest> requests,
                                        device_span<const float> projected, device_span<float> ring,
                                        const CompressShape& shape, device_span<std::uint16_t> rows,

@@ -32,6 +32,8 @@ struct Launch {
   // prefill: some request starts inside a group (start mod r != 0), so some ring
   // writes wait for the verdict, in a second kernel
   bool pending_inputs = false;
+  // prefill: its row items fetched under the L2 evict-first policy (compress_prefill.cu)
+  bool evict_first = false;
 };
 
 cudaError_t queue_prefill(const Launch& launch, const Requests& table, Stream stream);

@@ -50,7 +50,7 @@ __device__ void keep_last_positions(const Launch& c, const RequestMeta* requests
 // bandwidth with the issue slots half idle.) A lane reads back only what it copied:
 // no barrier. `between` runs once the first items' loads are asked for, under
 // their latency.
-template <class Between>
+template <bool EvictFirst, class Between>
 __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::size_t n,
                              bool in_parameters, Stages& stage, Between between) {
   const Geometry& g = c.g;
@@ -92,11 +92,15 @@ __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::
     ask.request = use.request = find_request(
         requests, n, first, [](const RequestMeta& m) { return m.row_offset; }, in_parameters);
   Item asked{first, 0};
-  // the rows' values are read once (evict_first.cuh: prefill 32 x 512 from an odd
-  // start 73-74% of the copy against 70%, 64 x 512 82-83% against 77-78%)
-  const unsigned long long policy = evict_first_policy();
+  // the rows' values are read once: under the evict-first policy up to the size the
+  // host names (kPrefillEvictFirstElements), the normal one past it
+  const unsigned long long policy = EvictFirst ? evict_first_policy() : 0;
   const auto fetch = [&](float4& to, const float* from) {
-    fetch_evict_first(unsigned(__cvta_generic_to_shared(&to)), from, policy);
+    const unsigned at = unsigned(__cvta_generic_to_shared(&to));
+    if constexpr (EvictFirst)
+      fetch_evict_first(at, from, policy);
+    else
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(from) : "memory");
   };
   const auto ask_next = [&](unsigned u) {  // the next item's loads into stage u, then a commit
     const Item at = asked;
@@ -165,7 +169,7 @@ __device__ void keep_waiting_positions(const Launch& c, const RequestMeta* reque
 // At r = 2 a warp copies its ring pieces once its first row items are asked for,
 // their loads under those (copied after its rows, they added a trip to memory to
 // the warp's end).
-template <int R>
+template <int R, bool EvictFirst = false>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
     prefill_rows(const __grid_constant__ Launch c, const __grid_constant__ Requests table) {
   wait_for_previous_kernel();  // a dependent of the table's upload, if any
@@ -177,8 +181,8 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, kRowBlocksPerSm)
   const std::int64_t r = R > 0 ? R : c.g.ratio;  // a constant where the template gives it
   if constexpr (R == 2) {
     __shared__ Stages stage;
-    stream_pairs(c, requests, n, table.in_memory == nullptr, stage,
-                 [&] { keep_last_positions(c, requests, n); });
+    stream_pairs<EvictFirst>(c, requests, n, table.in_memory == nullptr, stage,
+                             [&] { keep_last_positions(c, requests, n); });
   } else {
     for_each_item(
         requests, n, table.in_memory == nullptr, c.rows,
@@ -214,14 +218,19 @@ __global__ void keep_deferred_positions(const __grid_constant__ Launch c,
 
 cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream) {
   cudaError_t e = cudaSuccess;
-  with_ratio(c.ratio_path, [&](auto r) {
-    // the rows' warps, or the ring's pieces where they are more
-    const std::size_t ring_items = table.count *
-                                   std::min<std::size_t>(c.g.ring, std::size_t(c.most_tokens)) *
-                                   ((c.g.width + 127) / 128);
-    e = overlapped(prefill_rows<r()>,
-                   dim3(resident_grid<prefill_rows<r()>>(std::max(c.rows, ring_items))),
+  // the rows' warps, or the ring's pieces where they are more
+  const std::size_t ring_items = table.count *
+                                 std::min<std::size_t>(c.g.ring, std::size_t(c.most_tokens)) *
+                                 ((c.g.width + 127) / 128);
+  const auto rows = [&]<auto kernel>() {
+    e = overlapped(kernel, dim3(resident_grid<kernel>(std::max(c.rows, ring_items))),
                    int(32 * kWarpsPerBlock), 0, stream, c, table);
+  };
+  with_ratio(c.ratio_path, [&](auto r) {
+    if (r() == 2 && c.evict_first)
+      rows.template operator()<prefill_rows<2, true>>();
+    else
+      rows.template operator()<prefill_rows<r()>>();
   });
   // a warp a waiting write (request, i < r - 1)
   if (e == cudaSuccess && c.pending_inputs)

@@ -1,7 +1,7 @@
 // 16-byte asynchronous copies into shared memory (cp.async.cg; the caller commits
 // and waits) of values a kernel reads once, marked first to leave the L2: the
 // formats' IndexFp4 store (faster at every size measured) and prefill's row items
-// (3 to 5 points of the copy faster at 32 and 64 x 512, 2 slower at 128 x 512);
+// up to a size (faster at 32 and 64 x 512, slower from 128 x 512: compress.hpp);
 // MainFp8's store and decode's register loads measured slower and keep plain ones
 // (docs/performance.md).
 // Device code only (sm_90).
