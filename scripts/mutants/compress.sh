@@ -125,6 +125,10 @@ cuda_mutant compress cuda-parameter-search-overshoots impl/cuda/compress_table.c
 # prefill's second kernel queued only when its first request starts inside a group
 cuda_mutant compress cuda-pending-inputs-of-the-first-request-only impl/cuda/compress.cu \
   's|  c.pending_inputs = std::any_of(requests.begin(), requests.end(),|  c.pending_inputs = std::any_of(requests.begin(), requests.begin() + 1,|'
-# the evict-first fetch (impl/cuda/evict_first.cuh) copying zeros: prefill's row items read it
+# the evict-first fetch (impl/cuda/evict_first.cuh) copying zeros: prefill's row items read
+# it in calls up to cuda::kPrefillEvictFirstElements
 cuda_mutant compress cuda-prefill-fetch-zero-filled impl/cuda/evict_first.cuh \
   's|\[%0\], \[%1\], 16, %2;|[%0], [%1], 16, 0, %2;|'
+# prefill's plain fetch, in larger calls, copying zeros (the 72 x 1024 prefill reads it)
+cuda_mutant compress cuda-prefill-plain-fetch-zero-filled impl/cuda/compress_prefill.cu \
+  's|cp.async.cg.shared.global \[%0\], \[%1\], 16;" ::"r"(at)|cp.async.cg.shared.global [%0], [%1], 16, 0;" ::"r"(at)|'
