@@ -194,12 +194,17 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
   const bool scale_lane = i % L::group == 0;
   if constexpr (L::index) {
     if (!p.stored) return;
+    // streaming stores (__stcs): the cache's rows are read by later calls, not this
+    // one, and leave the L2 first to the values in flight (0.83 of the copy against
+    // 0.81 queued at 262144 rows, no change at 65536: docs/performance.md)
     std::byte* to = cache + p.data + p.at / 2;
     if (reinterpret_cast<std::uintptr_t>(to) % 8 == 0)
-      *reinterpret_cast<uint2*>(to) = uint2{codes[0], codes[1]};
+      __stcs(reinterpret_cast<uint2*>(to), uint2{codes[0], codes[1]});
     else
       for (unsigned k = 0; k < kLaneElems / 2; ++k) to[k] = std::byte(codes[k / 4] >> 8 * (k % 4));
-    if (scale_lane) cache[p.scales + p.at / 32] = std::byte(scale);
+    if (scale_lane)
+      __stcs(reinterpret_cast<unsigned char*>(cache + p.scales + p.at / 32),
+             static_cast<unsigned char>(scale));
   } else {
     const unsigned size = b.size(t);
     if (i < size) {
