@@ -222,7 +222,7 @@ cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream)
   const std::size_t ring_items = table.count *
                                  std::min<std::size_t>(c.g.ring, std::size_t(c.most_tokens)) *
                                  ((c.g.width + 127) / 128);
-  const auto rows = [&]<auto kernel>() {
+  const auto rows = [&]<auto kernel>() {  // (resident_grid takes the kernel as a constant)
     e = overlapped(kernel, dim3(resident_grid<kernel>(std::max(c.rows, ring_items))),
                    int(32 * kWarpsPerBlock), 0, stream, c, table);
   };
