@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "impl/cpu/indexer.hpp"
 #include "model/indexer.hpp"
@@ -198,6 +199,42 @@ TEST(IndexerCpu, a_call_of_many_queries_is_exact_on_the_grid) {
   F out(c.T * c.L, NAN);
   ASSERT_TRUE(cpu::index_scores_batch(c.queries, c.weights, c.T, c.bf16_keys(), out).ok());
   expect_exact(c, out, "cpu");
+}
+
+// Zero heads appended (a zero query row, weight 0) leave every score's bits as they
+// are: each adds an exact zero after the real heads to a sum that starts at +0. DoSA's
+// CPU screens are padded so to the scorer's paced width (impl/cpu/dosa.cpp); the head
+// counts cover every remainder of its blocks of six and four, with random floats so
+// that each sum rounds.
+TEST(IndexerCpu, zero_heads_padded_to_the_paced_width_change_no_bits) {
+  EXPECT_EQ(cpu::index_scores_paced_heads(17), 18u);  // budget 16 and a_A
+  EXPECT_EQ(cpu::index_scores_paced_heads(16), 16u);
+  EXPECT_EQ(cpu::index_scores_paced_heads(13), 13u);  // a lone head beats a padded four
+  std::minstd_rand rng(5);
+  std::normal_distribution<float> normal;
+  constexpr std::size_t dim = 24, count = 40;  // three 16-key tiles, the last partial
+  F k(count * dim);
+  for (float& x : k) x = normal(rng);
+  std::vector<std::byte> bytes(k.size() * 4);
+  std::memcpy(bytes.data(), k.data(), bytes.size());
+  const IndexKeys keys{KeyFormat::F32, bytes, dim};
+  for (std::size_t heads = 1; heads <= 20; ++heads) {
+    const std::size_t paced = cpu::index_scores_paced_heads(heads);
+    ASSERT_GE(paced, heads);
+    F q(heads * dim), w(heads);
+    for (float& x : q) x = normal(rng);
+    for (float& x : w) x = normal(rng);
+    F padded_q = q, padded_w = w;
+    padded_q.resize(paced * dim, 0.0f);
+    padded_w.resize(paced, 0.0f);
+    F out(count), padded(count);
+    ASSERT_TRUE(cpu::index_scores(q, w, keys, out).ok());
+    ASSERT_TRUE(cpu::index_scores(padded_q, padded_w, keys, padded).ok());
+    for (std::size_t j = 0; j < count; ++j)
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(out[j]), std::bit_cast<std::uint32_t>(padded[j]))
+          << heads << " heads padded to " << paced << ", key " << j << ": " << out[j] << " against "
+          << padded[j];
+  }
 }
 
 TEST(IndexerCuda, blocks_of_several_queries_are_exact_on_the_grid) {

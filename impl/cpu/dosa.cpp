@@ -55,15 +55,6 @@ void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const
                         double(row_scale(block, block.bytes.data() + i * row_bytes)));
 }
 
-// The scorer takes heads six at a time, then four, then one by one, and a lone head
-// runs at about a third of a block's pace (118 against 40-42 ns a head and 16-key
-// tile: docs/performance.md): a width whose sixes leave 2, 3 or 5 heads is padded
-// with zero heads to a four or a six (17 screen heads, budget 16 and a_A: 18).
-std::size_t scorer_width(std::size_t heads) {
-  const std::size_t rest = heads % 6;
-  return heads + (rest == 2 || rest == 3 ? 4 - rest : rest == 5 ? 1 : 0);
-}
-
 }  // namespace
 
 Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const float> weights,
@@ -151,11 +142,12 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   // buffers reused by every step (a fresh one's pages fault in again)
   Rows chunk;
   std::vector<float> seed_scores, p, sq, sw;
-  // Screens of `active`, stacked and padded to one width with zero heads (exact zeros).
+  // Screens of `active`, stacked and padded with zero heads (exact zeros) to one width
+  // the scorer runs at its full pace (17 screen heads, budget 16 and a_A, run as 18).
   const auto stack_screens = [&](std::span<Member* const> active) {
     std::size_t widest = 0;
     for (const Member* q : active) widest = std::max(widest, q->screen.weights.size());
-    widest = scorer_width(widest);
+    widest = index_scores_paced_heads(widest);
     sq.assign(active.size() * widest * dim, 0.0f);
     sw.assign(active.size() * widest, 0.0f);
     for (std::size_t m = 0; m < active.size(); ++m) {

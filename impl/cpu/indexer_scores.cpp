@@ -197,6 +197,11 @@ Status<IndexerError> index_scores(std::span<const float> queries, std::span<cons
   return Ok{};
 }
 
+std::size_t index_scores_paced_heads(std::size_t heads) {
+  const std::size_t rest = heads % 6;  // after score_tile_avx2's blocks of six
+  return heads + (rest == 2 || rest == 3 ? 4 - rest : rest == 5 ? 1 : 0);
+}
+
 Status<IndexerError> index_scores_batch(std::span<const float> queries,
                                         std::span<const float> weights, std::size_t query_count,
                                         const IndexKeys& keys, std::span<float> out) {
