@@ -214,23 +214,23 @@ __global__ void keep_deferred_positions(const __grid_constant__ Launch c,
                                         const __grid_constant__ Requests table) {
   keep_waiting_positions(c, table.table(), table.count);
 }
+
+// The rows' kernel over the rows' warps, or the ring's pieces where they are more.
+template <auto kernel>
+cudaError_t queue_rows(const Launch& c, const Requests& table, Stream stream) {
+  const std::size_t ring_items = table.count *
+                                 std::min<std::size_t>(c.g.ring, std::size_t(c.most_tokens)) *
+                                 ((c.g.width + 127) / 128);
+  return overlapped(kernel, dim3(resident_grid<kernel>(std::max(c.rows, ring_items))),
+                    int(32 * kWarpsPerBlock), 0, stream, c, table);
+}
 }  // namespace
 
 cudaError_t queue_prefill(const Launch& c, const Requests& table, Stream stream) {
   cudaError_t e = cudaSuccess;
-  // the rows' warps, or the ring's pieces where they are more
-  const std::size_t ring_items = table.count *
-                                 std::min<std::size_t>(c.g.ring, std::size_t(c.most_tokens)) *
-                                 ((c.g.width + 127) / 128);
-  const auto rows = [&]<auto kernel>() {  // (resident_grid takes the kernel as a constant)
-    e = overlapped(kernel, dim3(resident_grid<kernel>(std::max(c.rows, ring_items))),
-                   int(32 * kWarpsPerBlock), 0, stream, c, table);
-  };
   with_ratio(c.ratio_path, [&](auto r) {
-    if (r() == 2 && c.evict_first)
-      rows.template operator()<prefill_rows<2, true>>();
-    else
-      rows.template operator()<prefill_rows<r()>>();
+    e = r() == 2 && c.evict_first ? queue_rows<prefill_rows<2, true>>(c, table, stream)
+                                  : queue_rows<prefill_rows<r()>>(c, table, stream);
   });
   // a warp a waiting write (request, i < r - 1)
   if (e == cudaSuccess && c.pending_inputs)
