@@ -9,6 +9,9 @@
 //   direction, no noise: where one anchor is exact): full scoring, pruned with the
 //   cost rule, their ratio, the survivor rate. Medians of 3 runs. `dosa_bench
 //   parallel 32768` (or `default`, and either L) times that one case.
+// - `dosa_bench breakeven` (or `breakeven 32768`): pruning forced on (no fallback)
+//   on parallel heads as the heads' noise grows, 4096 seeds, budget 16: the survivor
+//   rate at which pruned and full times cross.
 // - `dosa_bench decode`: the decode path (source 001 §1) on one query's row of
 //   L 131072 Gaussian scores, the recent keys the top-K of the row one step earlier
 //   (each score moved by noise of the given scale), against the top-k over the row;
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/breakeven_noise.hpp"
 #include "bench/decode_rows.hpp"
 #include "impl/cpu/dosa.hpp"
 #include "impl/cpu/indexer.hpp"
@@ -124,9 +128,42 @@ int sweep() {
   return 0;
 }
 
+// One case timed: full scoring and DoSA (with `options`) three times each,
+// alternated; the medians, their ratio, the survivor rate; false if the lanes differ.
+bool compare(const char* name, const props::DosaWorkloadParams& p, std::size_t seed_count,
+             std::size_t budget, const DosaOptions& options) {
+  constexpr std::size_t k = 2048;
+  Setup s{props::make_dosa_workload(p), p};
+  const V seeds =
+      cpu::cold_prior_seeds(s.w.queries, s.w.weights, p.queries, s.keys(), k, seed_count);
+  const auto plans = plans_for(s, seeds, budget, true);
+  V want, got(p.queries * k);
+  cpu::DosaStats stats;
+  std::vector<double> full, pruned;
+  for (int rep = 0; rep < 3; ++rep) {
+    full.push_back(seconds([&] { want = full_lanes(s, k); }));
+    pruned.push_back(seconds([&] {
+      (void)cpu::dosa_topk(s.w.queries, s.w.weights, p.queries, s.keys(), k, seeds, plans, got,
+                           options, &stats);
+    }));
+  }
+  std::sort(full.begin(), full.end());
+  std::sort(pruned.begin(), pruned.end());
+  std::printf(
+      "dosa cpu %s L %6zu, T %zu, H %zu, D %zu, K %zu, %5zu seeds, budget %zu: full %.3f s, "
+      "pruned %.3f s, full / pruned %.2fx; survivors %.2f%% of %zu screened, %zu of %zu "
+      "queries in full, %.1f seeds scored a pruned query; lanes %s\n",
+      name, p.keys, p.queries, p.heads, p.dim, k, seed_count, budget, full[1], pruned[1],
+      full[1] / pruned[1],
+      100 * double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened)),
+      stats.screened, stats.full_queries, p.queries,
+      double(stats.seeds_scored) / double(std::max<std::size_t>(1, p.queries - stats.full_queries)),
+      got == want ? "identical" : "DIFFER");
+  return got == want;
+}
+
 // `workload` "parallel", "default" or empty (both); `only_keys` 0 for both lengths.
 int timing(const std::string& workload, std::size_t only_keys) {
-  constexpr std::size_t k = 2048, budget = 16;
   bool ok = true;
   for (const bool parallel : {false, true})
     for (const std::size_t keys : {32768, 131072}) {
@@ -136,36 +173,27 @@ int timing(const std::string& workload, std::size_t only_keys) {
         props::DosaWorkloadParams p;
         p.keys = keys;
         if (parallel) p.head_directions = 1, p.head_noise = 0, p.query_drift = 0;
-        Setup s{props::make_dosa_workload(p), p};
-        const V seeds =
-            cpu::cold_prior_seeds(s.w.queries, s.w.weights, p.queries, s.keys(), k, seed_count);
-        const auto plans = plans_for(s, seeds, budget, true);
-        V want, got(p.queries * k);
-        cpu::DosaStats stats;
-        std::vector<double> full, pruned;
-        for (int rep = 0; rep < 3; ++rep) {
-          full.push_back(seconds([&] { want = full_lanes(s, k); }));
-          pruned.push_back(seconds([&] {
-            (void)cpu::dosa_topk(s.w.queries, s.w.weights, p.queries, s.keys(), k, seeds, plans,
-                                 got, {}, &stats);
-          }));
-        }
-        std::sort(full.begin(), full.end());
-        std::sort(pruned.begin(), pruned.end());
-        if (got != want) ok = false;
-        std::printf(
-            "dosa cpu %s L %6zu, T %zu, H %zu, D %zu, K %zu, %5zu seeds, budget %zu: full %.3f s, "
-            "pruned %.3f s, full / pruned %.2fx; survivors %.2f%% of %zu screened, %zu of %zu "
-            "queries in full, %.1f seeds scored a pruned query; lanes %s\n",
-            parallel ? "parallel heads" : "default       ", keys, p.queries, p.heads, p.dim, k,
-            seed_count, budget, full[1], pruned[1], full[1] / pruned[1],
-            100 * double(stats.survivors) / double(std::max<std::size_t>(1, stats.screened)),
-            stats.screened, stats.full_queries, p.queries,
-            double(stats.seeds_scored) /
-                double(std::max<std::size_t>(1, p.queries - stats.full_queries)),
-            got == want ? "identical" : "DIFFER");
+        ok = compare(parallel ? "parallel heads" : "default       ", p, seed_count, 16, {}) && ok;
       }
     }
+  return ok ? 0 : 1;
+}
+
+// Pruning forced on (no fallback) on parallel heads as the heads' noise grows, so
+// that the survivor rate rises: where pruned and full times cross.
+int breakeven(std::size_t only_keys) {
+  bool ok = true;
+  for (const std::size_t keys : {32768, 131072}) {
+    if (only_keys != 0 && only_keys != keys) continue;
+    for (const float noise : bench::kBreakevenNoise) {
+      props::DosaWorkloadParams p;
+      p.keys = keys;
+      p.head_directions = 1, p.head_noise = noise, p.query_drift = 0;
+      char name[32];
+      std::snprintf(name, sizeof name, "noise %.3f   ", double(noise));
+      ok = compare(name, p, 4096, 16, DosaOptions{false}) && ok;
+    }
+  }
   return ok ? 0 : 1;
 }
 
@@ -205,5 +233,7 @@ int decode() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "sweep") == 0) return sweep();
   if (argc > 1 && std::strcmp(argv[1], "decode") == 0) return decode();
+  if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0)
+    return breakeven(argc > 2 ? std::stoul(argv[2]) : 0);
   return timing(argc > 1 ? argv[1] : "", argc > 2 ? std::stoul(argv[2]) : 0);
 }

@@ -12,8 +12,8 @@
 // - `dosa_bench_cuda one`: parallel heads at L 131072, 4096 seeds, budget 15, two
 //   calls each (for a profiler).
 // - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
-//   noise grows, L 131072, budget 15: the survivor rate at which pruned and full
-//   times cross.
+//   noise grows (bench/breakeven_noise.hpp), L 32768 and 131072, 4096 seeds, budget
+//   15: the survivor rate at which pruned and full times cross.
 // - `dosa_bench_cuda decode`: the decode path (source 001 §1) on one query's row of
 //   L 131072 Gaussian scores, the recent keys the top-K of the row one step earlier
 //   (each score moved by noise of the given scale), against the top-k over the row.
@@ -28,6 +28,7 @@
 #include <functional>
 #include <vector>
 
+#include "bench/breakeven_noise.hpp"
 #include "bench/cuda_timing.cuh"
 #include "bench/decode_rows.hpp"
 #include "impl/cuda/dosa.hpp"
@@ -156,16 +157,17 @@ int timing() {
 
 int breakeven() {
   bool ok = true;
-  for (const float noise : {0.0f, 0.02f, 0.05f, 0.1f, 0.2f, 0.3f}) {
-    props::DosaWorkloadParams p = props::parallel_heads({});
-    p.keys = 131072;
-    p.head_noise = noise;
-    const Result r = run(props::bf16_dosa_case(p, kK, 4096, 15), false);
-    char name[32];
-    std::snprintf(name, sizeof name, "noise %.2f", double(noise));
-    print(name, p, 4096, 15, r);
-    ok = ok && r.identical;
-  }
+  for (const std::size_t keys : {32768, 131072})
+    for (const float noise : bench::kBreakevenNoise) {
+      props::DosaWorkloadParams p = props::parallel_heads({});
+      p.keys = keys;
+      p.head_noise = noise;
+      const Result r = run(props::bf16_dosa_case(p, kK, 4096, 15), false);
+      char name[32];
+      std::snprintf(name, sizeof name, "noise %.3f", double(noise));
+      print(name, p, 4096, 15, r);
+      ok = ok && r.identical;
+    }
   return ok ? 0 : 1;
 }
 

@@ -5,12 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 
 #include "impl/cpu/dosa.hpp"
-#include "impl/cpu/dosa_seeds.hpp"
 #include "impl/cpu/indexer.hpp"
 #include "model/dosa.hpp"
 #include "model/indexer.hpp"
+#include "props/support/dosa_workload.hpp"
 
 namespace aether {
 namespace {
@@ -243,52 +244,6 @@ TEST(DosaCpu, aggregated_negative_heads_deduct_a_lower_bound) {
 
 }  // namespace
 
-}  // namespace aether
-
-// The seeds' top-K from the seeds their bounds cannot rule out (impl/cpu/dosa_seeds.hpp):
-// K = 2, seeds 10..14 scoring 9, 6, 2, 7, 6 (the total order: 9, 7, then 6 by id).
-namespace aether {
-namespace {
-struct SeedsCase {
-  std::vector<double> bounds;
-  std::size_t scored;  // seeds the two rounds score
-};
-void expect_seeds_top_k(const SeedsCase& c) {
-  const std::vector<std::int32_t> seeds = {10, 11, 12, 13, 14};
-  const std::vector<float> score_of = {9, 6, 2, 7, 6};  // by seed - 10
-  std::vector<cpu::dosa_seeds::Scored> chosen;
-  std::size_t calls = 0;
-  const std::size_t scored = cpu::dosa_seeds::seeds_top_k(
-      seeds, c.bounds, 2,
-      [&](std::span<const std::int32_t> ids, std::span<float> out) {
-        ++calls;
-        for (std::size_t i = 0; i < ids.size(); ++i) out[i] = score_of[std::size_t(ids[i] - 10)];
-      },
-      chosen);
-  std::sort(chosen.begin(), chosen.end(), cpu::dosa_seeds::before);
-  EXPECT_EQ(chosen, (std::vector<cpu::dosa_seeds::Scored>{{9.0f, 10}, {7.0f, 13}}));
-  EXPECT_EQ(scored, c.scored);
-  EXPECT_EQ(calls, c.scored > 2 ? 2u : 1u);
-}
-}  // namespace
-
-TEST(DosaCpu, tight_seed_bounds_score_the_first_round_only) {
-  // first round (K + K / 8 = 2): seeds 10 and 13, t = 7; every other bound is below 7
-  expect_seeds_top_k({{9.5, 6.5, 2.5, 7.5, 6.5}, 2});
-}
-
-TEST(DosaCpu, an_overrated_seed_brings_a_second_round) {
-  // seed 12 (score 2) bounded at 8: the first round is 10 and 12, t = 2; seeds 11, 13
-  // and 14 bound at or above 2 and are scored: tau 7, and 14's 6 ties 11's below it
-  expect_seeds_top_k({{9.5, 6.5, 8.0, 7.5, 6.0}, 5});
-}
-
-TEST(DosaCpu, a_seed_bounded_exactly_at_t_is_scored) {
-  // first round 10 and 13 (t = 7); seed 11 bounded at 7 exactly (U = t is not
-  // excluded), the rest below
-  expect_seeds_top_k({{9.5, 7.0, 2.5, 7.5, 6.5}, 3});
-}
-
 // Decode (source §1): tau 6 from the recent keys' scores 9, 6, 2 at K = 2; the keys
 // at or above it (9, 6, 6) ranked, the tie at 6 to the lower id; fewer keys than K
 // ranked whole, -1 after them; refusals in the model's order (tests/dosa_cuda_test.cpp
@@ -312,6 +267,44 @@ TEST(DosaCpu, decode_ranks_the_keys_at_or_above_the_recent_threshold) {
   EXPECT_EQ(cpu::decode_topk(scores, V{0, 1}, 2, std::span(untouched).first(1)).error(),
             (DosaError{de::ShapeMismatch{2, 1}}));
   EXPECT_EQ(untouched, (V{77, 77}));
+}
+
+// Forced pruning where nearly every key survives: the survivors (more than one of
+// the CPU's rescoring chunks of 8192) are rescored a chunk at a time, and the lanes
+// are full scoring's.
+TEST(DosaCpu, survivors_past_one_rescoring_chunk_give_full_scorings_lanes) {
+  props::DosaWorkloadParams p;
+  p.keys = 20000, p.queries = 2, p.heads = 8;
+  const props::DosaWorkload w = props::make_dosa_workload(p);
+  const IndexKeys keys{KeyFormat::F32, std::as_bytes(std::span(w.keys)), p.dim};
+  constexpr std::size_t k = 64;
+  // seeds from the end of the context (a warm prior), so that the top-K lies among
+  // the survivors, in every chunk
+  std::vector<std::int32_t> seeds(2 * k);
+  std::iota(seeds.begin(), seeds.end(), std::int32_t(p.keys - 2 * k));
+  std::vector<DosaPlan> plans;
+  for (std::size_t t = 0; t < p.queries; ++t)
+    plans.push_back(cpu::plan_heads(
+        std::span(w.queries).subspan(t * p.heads * p.dim, p.heads * p.dim),
+        std::span(w.weights).subspan(t * p.heads, p.heads), keys, 2, cpu::plan_sample(seeds)));
+  std::vector<std::int32_t> pruned(p.queries * k), full(p.queries * k);
+  cpu::DosaStats stats;
+  ASSERT_TRUE(cpu::dosa_topk(w.queries, w.weights, p.queries, keys, k, seeds, plans, pruned,
+                             DosaOptions{false}, &stats)
+                  .ok());
+  EXPECT_GT(stats.survivors, 2 * 8192u);  // so one query's at least past its first chunk
+  std::vector<float> scores(p.keys);
+  for (std::size_t t = 0; t < p.queries; ++t) {
+    ASSERT_TRUE(
+        cpu::index_scores(std::span(w.queries).subspan(t * p.heads * p.dim, p.heads * p.dim),
+                          std::span(w.weights).subspan(t * p.heads, p.heads), keys, scores)
+            .ok());
+    ASSERT_TRUE(cpu::valid_prefix_topk(scores, p.keys,
+                                       std::vector<std::int32_t>{std::int32_t(p.keys)}, k,
+                                       std::span(full).subspan(t * k, k))
+                    .ok());
+  }
+  EXPECT_EQ(pruned, full);
 }
 
 }  // namespace aether

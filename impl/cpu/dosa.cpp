@@ -256,12 +256,21 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     for_each_row(group.size(), 2 * k, [&](std::size_t m) {
       Member& q = group[m];
       if (!q.paid) return;
-      const Rows survivor_rows = gather(keys, q.survivors);
-      std::vector<float> scores(q.survivors.size());
-      (void)index_scores(query(q.t), weight(q.t), survivor_rows.view, scores);
-      for (std::size_t i = 0; i < q.survivors.size(); ++i)
-        if (scores[i] >= q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);
-      keep_best(q.chosen, k);
+      // a chunk of survivors at a time through buffers the thread reuses: all of them
+      // at once, fresh, took 60 MB a query zeroed page by page where most keys survive
+      // (forced pruning at L 131072 and 92% survivors, 8.7 s against 0.8 s in full)
+      thread_local Rows rows;
+      thread_local std::vector<float> scores;
+      for (std::size_t at = 0; at < q.survivors.size(); at += kScreenBlock) {
+        const auto ids = std::span<const std::int32_t>(q.survivors)
+                             .subspan(at, std::min(kScreenBlock, q.survivors.size() - at));
+        gather_into(rows, keys, ids);
+        scores.resize(ids.size());
+        (void)index_scores(query(q.t), weight(q.t), rows.view, scores);
+        for (std::size_t i = 0; i < ids.size(); ++i)
+          if (scores[i] >= q.tau) q.chosen.emplace_back(scores[i], ids[i]);
+        keep_best(q.chosen, k);
+      }
       const auto lanes = out.subspan(q.t * k, k);
       for (std::size_t i = 0; i < k; ++i) lanes[i] = q.chosen[i].second;
       std::sort(lanes.begin(), lanes.end());
