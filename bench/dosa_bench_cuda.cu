@@ -9,8 +9,8 @@
 // - `dosa_bench_cuda costs`: pruning forced on (no probe, the seeds scored after
 //   the decision) on parallel heads at both L, both seed counts and both budgets:
 //   the figures the cost rule (impl/cuda/dosa_host.cu: pruning_pays) is fitted to.
-// - `dosa_bench_cuda one`: parallel heads at L 131072, 4096 seeds, budget 15, two
-//   calls each (for a profiler).
+// - `dosa_bench_cuda one [NOISE]`: parallel heads at L 131072, 4096 seeds, budget
+//   15, two calls each (for a profiler); with a heads' noise, pruning forced on.
 // - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
 //   noise grows (bench/breakeven_noise.hpp), L 32768 and 131072, 4096 seeds, budget
 //   15: the survivor rate at which pruned and full times cross.
@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "bench/breakeven_noise.hpp"
@@ -185,11 +186,13 @@ int costs() {
   return ok ? 0 : 1;
 }
 
-int one() {
+// `noise` above 0: the heads' noise of the break-even sweep, pruning forced on.
+int one(float noise) {
   props::DosaWorkloadParams p = props::parallel_heads({});
   p.keys = 131072;
-  const Result r = run(props::bf16_dosa_case(p, kK, 4096, 15), true, 1);
-  print("parallel heads", p, 4096, 15, r);
+  p.head_noise = noise;
+  const Result r = run(props::bf16_dosa_case(p, kK, 4096, 15), noise == 0, 1);
+  print(noise == 0 ? "parallel heads" : "forced", p, 4096, 15, r);
   return r.identical ? 0 : 1;
 }
 
@@ -245,7 +248,7 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0) return breakeven();
   if (argc > 1 && std::strcmp(argv[1], "costs") == 0) return costs();
-  if (argc > 1 && std::strcmp(argv[1], "one") == 0) return one();
+  if (argc > 1 && std::strcmp(argv[1], "one") == 0) return one(argc > 2 ? std::stof(argv[2]) : 0);
   if (argc > 1 && std::strcmp(argv[1], "decode") == 0) return decode();
   return timing();
 }

@@ -50,7 +50,7 @@ want() { [[ $steps == *" $1 "* ]]; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$out/device.txt"
 if want suites; then
-for c in witness witness_shapes indexer indexer_scores paging compress compress_refusal compress_cuda dosa dosa_cuda formats_cuda; do
+for c in witness witness_shapes indexer indexer_scores paging compress compress_refusal compress_cuda dosa dosa_cuda dosa_decode_cuda formats_cuda; do
   step ${c}_test "$build/tests/${c}_test" || failed_tests+="${c%%_*} "  # the component
 done
 checked witness step witness_props "$build/props/witness_props"
@@ -89,6 +89,7 @@ for tool in ${AETHER_SANITIZE_TOOLS:-memcheck initcheck racecheck synccheck}; do
   audit compress compress_props "$build/props/compress_props" 'CompressCuda.*'
   audit compress compress_refusal_props "$build/props/compress_refusal_props" 'CompressCuda.*'
   audit dosa dosa_cuda_test "$build/tests/dosa_cuda_test" '*'
+  audit dosa dosa_decode_cuda_test "$build/tests/dosa_decode_cuda_test" '*'
   audit dosa dosa_cuda_props "$build/props/dosa_cuda_props" '*'
   # (under initcheck a store queued behind a held stream returns only once the stream
   # is let go, on the H200: the held-stream test runs under the other three tools)

@@ -12,7 +12,7 @@ rm -rf "$bundle" && mkdir -p "$bundle/tests" "$bundle/props" "$bundle/bench"
 # AETHER_BUNDLE_ONLY=STEM keeps one component's suites and benchmark (a smaller carry)
 only=${AETHER_BUNDLE_ONLY:-}
 keep() { [[ -z $only || $(basename "$1") == "$only"* ]]; }
-for f in "$build"/tests/{witness,witness_shapes,indexer,indexer_scores,paging,compress,compress_refusal,compress_cuda,dosa,dosa_cuda,formats_cuda}_test \
+for f in "$build"/tests/{witness,witness_shapes,indexer,indexer_scores,paging,compress,compress_refusal,compress_cuda,dosa,dosa_cuda,dosa_decode_cuda,formats_cuda}_test \
          "$build"/props/{witness,indexer,indexer_scores,paging,compress,compress_refusal,dosa,dosa_cuda,formats}_props \
          "$build"/bench/*_cuda; do
   keep "$f" || continue

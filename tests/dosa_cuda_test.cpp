@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 
 #include "props/support/dosa_backends.hpp"
 #include "props/support/dosa_bf16_case.hpp"
@@ -159,50 +160,35 @@ TEST(DosaCuda, keys_past_the_bound_tests_grid_are_screened) {
 #endif
 }
 
-// Decode (source §1): tau 6 from the recent keys' scores 9, 6, 2 at K = 2; the keys
-// at or above it (9, 6, 6) ranked, the tie at 6 to the lower id. Fewer keys than K
-// are ranked whole, -1 after them. Refusals in the model's order, out untouched.
-TEST(DosaCuda, decode_ranks_the_keys_at_or_above_the_recent_threshold) {
+// Pruning forced where nearly every key survives, with seeds from the context's end
+// (a warm prior), so that the top-K lies among the survivors of every block of the
+// bound test: the lists the blocks fill together give full scoring's lanes. Two
+// queries on 20000 keys take its grid of a key a thread, 64 on 100000 its grid of
+// four (impl/cuda/dosa_kernels.cu: screen_keys).
+TEST(DosaCuda, survivors_of_every_bound_test_block_give_full_scorings_lanes) {
 #ifdef AETHER_HAVE_CUDA
   if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
-  const F scores{9, 6, 2, 5, 6};
-  std::vector<std::int32_t> out(2, 77);
-  ASSERT_TRUE(props::cuda_decode_topk(scores, std::vector{0, 1, 2}, 2, out).ok());
-  EXPECT_EQ(out, (std::vector<std::int32_t>{0, 1}));
-  std::vector<std::int32_t> wide(4, 77);
-  ASSERT_TRUE(props::cuda_decode_topk(F{2, 7, 7}, std::vector<std::int32_t>{}, 4, wide).ok());
-  EXPECT_EQ(wide, (std::vector<std::int32_t>{0, 1, 2, -1}));
-  std::vector<std::int32_t> untouched(2, 77);
-  const auto refusal = [&](const F& s, const std::vector<std::int32_t>& recent,
-                           std::span<std::int32_t> o) {
-    return props::cuda_decode_topk(s, recent, 2, o).error();
-  };
-  EXPECT_EQ(refusal(F{9, 6, 2, NAN, 6}, {0, 9}, untouched), (DosaError{de::NonFiniteInput{3, 3}}));
-  EXPECT_EQ(refusal(scores, {0, 1, 0}, untouched), (DosaError{de::BadSeed{2, 0}}));
-  EXPECT_EQ(refusal(scores, {0}, untouched), (DosaError{de::TooFewSeeds{1, 2}}));
-  EXPECT_EQ(refusal(scores, {0, 1}, std::span(untouched).first(1)),
-            (DosaError{de::ShapeMismatch{2, 1}}));
-  EXPECT_EQ(untouched, (std::vector<std::int32_t>{77, 77}));
-#else
-  GTEST_SKIP() << "built without CUDA";
-#endif
-}
-
-// Decode with more keys at or above tau than the ranking block holds (the kernel's
-// own capacity, every key tied with the recent ones): the block writes nothing and
-// the top-k over the row ranks them, the same lanes.
-TEST(DosaCuda, decode_past_the_ranking_blocks_capacity_ranks_by_the_top_k) {
-#ifdef AETHER_HAVE_CUDA
-  if (!props::gpu_present()) GTEST_SKIP() << "no CUDA device visible";
-  const std::size_t keys = cuda::dosa::kMergeCapacity + 5;
-  F scores(keys, 1.0f);
-  scores[17] = 2.0f, scores[keys - 1] = 3.0f;
-  std::vector<std::int32_t> out(2, 77);
-  ASSERT_TRUE(props::cuda_decode_topk(scores, std::vector{0, 1}, 2, out).ok());
-  EXPECT_EQ(out, (std::vector<std::int32_t>{17, std::int32_t(keys - 1)}));
-  std::vector<std::int32_t> ties(3, 77);  // all tied but the best: the lower ids
-  ASSERT_TRUE(props::cuda_decode_topk(scores, std::vector{4, 5, 6}, 3, ties).ok());
-  EXPECT_EQ(ties, (std::vector<std::int32_t>{0, 17, std::int32_t(keys - 1)}));
+  for (const auto& [keys_count, queries] : {std::pair<std::size_t, std::size_t>{20000, 2},
+                                            std::pair<std::size_t, std::size_t>{100000, 64}}) {
+    props::DosaWorkloadParams p;
+    p.keys = keys_count, p.queries = queries, p.heads = 8;
+    const std::size_t n = p.queries, k = 64;
+    props::Bf16DosaCase c = props::bf16_dosa_case(p, k, 2 * k, 2);
+    std::iota(c.seeds.begin(), c.seeds.end(), std::int32_t(p.keys - 2 * k));
+    const Bf16Keys keys{c.key_bits, p.dim};
+    std::vector<std::int32_t> got(n * k, 77), want(n * k, 77);
+    DosaStats stats;
+    ASSERT_TRUE(props::cuda_dosa_topk(c.query_bits, c.weights, n, keys.view(), k, c.seeds, c.plans,
+                                      got, DosaOptions{false}, &stats)
+                    .ok());
+    EXPECT_GT(stats.survivors, n * p.keys / 2);
+    F scores(n * p.keys);
+    ASSERT_TRUE(props::cuda_index_scores(c.query_bits, c.weights, n, keys.view(), scores).ok());
+    ASSERT_TRUE(props::cuda_valid_prefix_topk(
+                    scores, p.keys, std::vector<std::int32_t>(n, std::int32_t(p.keys)), k, want)
+                    .ok());
+    EXPECT_EQ(got, want) << p.keys << " keys, " << n << " queries";
+  }
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

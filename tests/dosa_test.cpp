@@ -246,7 +246,7 @@ TEST(DosaCpu, aggregated_negative_heads_deduct_a_lower_bound) {
 
 // Decode (source §1): tau 6 from the recent keys' scores 9, 6, 2 at K = 2; the keys
 // at or above it (9, 6, 6) ranked, the tie at 6 to the lower id; fewer keys than K
-// ranked whole, -1 after them; refusals in the model's order (tests/dosa_cuda_test.cpp
+// ranked whole, -1 after them; refusals in the model's order (tests/dosa_decode_cuda_test.cpp
 // holds the CUDA path to the same values).
 TEST(DosaCpu, decode_ranks_the_keys_at_or_above_the_recent_threshold) {
   const F scores{9, 6, 2, 5, 6};

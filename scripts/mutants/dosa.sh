@@ -111,6 +111,10 @@ cuda_mutant dosa cuda-gate-inverted impl/cuda/gate.cuh \
 # plan then goes unnamed)
 cuda_mutant dosa cuda-too-few-seeds-before-later-plans impl/cuda/dosa.cu \
   's|return after_plans(de::TooFewSeeds{seed_count, k});|return de::TooFewSeeds{seed_count, k};|'
+# the bound test's finds written without their block's place in the list (every
+# block's over the first block's)
+cuda_mutant dosa cuda-screen-block-place-dropped impl/cuda/dosa_kernels.cu \
+  's|(t0 + i) \* stride + block_base\[i\] + warp_base|(t0 + i) * stride + warp_base|'
 # the scorer's grouped scores (DoSA's screens, four to a scorer query) all stored as
 # each query's first
 cuda_mutant dosa cuda-grouped-scores-not-counted impl/cuda/indexer_scores.cu \
