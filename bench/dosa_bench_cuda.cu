@@ -7,13 +7,15 @@
 //   direction, no noise: one anchor is exact), budgets 15 and 16 (with a_A, one
 //   or two 16-head tiles), 4096 and 12288 cold-prior seeds. Medians of 11 calls.
 // - `dosa_bench_cuda costs`: pruning forced on (no probe, the seeds scored after
-//   the decision) on parallel heads at both L, both seed counts and both budgets:
-//   the figures the cost rule (impl/cuda/dosa_host.cu: pruning_pays) is fitted to.
+//   the decision) on parallel heads at L 32768 to 131072, both seed counts and both
+//   budgets: the figures the cost rule (impl/cuda/dosa_host.cu: pruning_pays) is
+//   fitted to.
 // - `dosa_bench_cuda one [NOISE]`: parallel heads at L 131072, 4096 seeds, budget
 //   15, two calls each (for a profiler); with a heads' noise, pruning forced on.
 // - `dosa_bench_cuda breakeven`: pruning forced on (no fallback) as the heads'
 //   noise grows (bench/breakeven_noise.hpp), L 32768 and 131072, 4096 seeds, budget
-//   15: the survivor rate at which pruned and full times cross.
+//   15: the survivor rate at which pruned and full times cross, each case forced
+//   ("noise") and under the cost rule ("probed").
 // - `dosa_bench_cuda decode`: the decode path (source 001 §1) on one query's row of
 //   L 131072 Gaussian scores, the recent keys the top-K of the row one step earlier
 //   (each score moved by noise of the given scale), against the top-k over the row.
@@ -163,18 +165,21 @@ int breakeven() {
       props::DosaWorkloadParams p = props::parallel_heads({});
       p.keys = keys;
       p.head_noise = noise;
-      const Result r = run(props::bf16_dosa_case(p, kK, 4096, 15), false);
-      char name[32];
-      std::snprintf(name, sizeof name, "noise %.3f", double(noise));
-      print(name, p, 4096, 15, r);
-      ok = ok && r.identical;
+      const props::Bf16DosaCase c = props::bf16_dosa_case(p, kK, 4096, 15);
+      for (const bool probed : {false, true}) {
+        const Result r = run(c, probed);
+        char name[32];
+        std::snprintf(name, sizeof name, "%s %.3f", probed ? "probed" : "noise", double(noise));
+        print(name, p, 4096, 15, r);
+        ok = ok && r.identical;
+      }
     }
   return ok ? 0 : 1;
 }
 
 int costs() {
   bool ok = true;
-  for (const std::size_t keys : {32768, 131072})
+  for (const std::size_t keys : {32768, 65536, 98304, 131072})
     for (const std::size_t seed_count : {4096, 12288})
       for (const std::size_t budget : {15, 16}) {
         props::DosaWorkloadParams p = props::parallel_heads({});

@@ -42,10 +42,10 @@ TEST(DosaCost, screens_in_full_below_the_documented_lengths) {
 #endif
 }
 
-TEST(DosaCost, the_probe_sends_more_than_about_six_permille_survivors_to_full_scoring) {
+TEST(DosaCost, the_probe_sends_more_than_about_fifteen_permille_survivors_to_full_scoring) {
 #ifdef AETHER_HAVE_CUDA
-  EXPECT_TRUE(pays(131072, 4096, 16, 0.0060));
-  EXPECT_FALSE(pays(131072, 4096, 16, 0.0062));
+  EXPECT_TRUE(pays(131072, 4096, 16, 0.0153));
+  EXPECT_FALSE(pays(131072, 4096, 16, 0.0154));
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

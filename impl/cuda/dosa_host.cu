@@ -67,10 +67,12 @@ namespace {
 // scores it: the H200 scores about 75 a nanosecond), fitted to forced and probed
 // pruning on parallel heads (bench/dosa_bench_cuda costs, docs/dosa.md): a key's bound
 // and list entry; a seed's tile (scored from the batch's one list of ids, then
-// selected); a survivor's tile (each query's own list, no key tile shared, and past
-// a few percent the wide merge); and the pipeline's fixed cost beyond full scoring's
-// (the probe, the batch's norms, the merge, the host's queueing and three waits).
-constexpr double kBoundTiles = 0.5, kSeedTiles = 2.5, kRescoreTiles = 10, kFixedTiles = 13e6;
+// selected); a survivor's tile (each query's own list, no key tile shared), fitted
+// where K and the longest list fit the merge's block (past it the wide merge adds a
+// step of 70 to 100 us at L 131072, T 64: the rule's margin is spent before it); and
+// the pipeline's fixed cost beyond full scoring's (the probe, the batch's norms, the
+// merge, the host's queueing and three waits).
+constexpr double kBoundTiles = 0.5, kSeedTiles = 2.5, kRescoreTiles = 4, kFixedTiles = 13e6;
 }  // namespace
 
 bool pruning_pays(const BatchShape& b, double rho) {
