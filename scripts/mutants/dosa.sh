@@ -30,7 +30,7 @@ mutant dosa cpu-rounding-margin-dropped impl/dosa_screen.hpp \
 mutant dosa model-survivor-at-tau-dropped model/dosa.cpp \
   's|    if (full_score(j) >= tau) candidates.push_back(std::int32_t(j));|    if (full_score(j) > tau) candidates.push_back(std::int32_t(j));|'
 mutant dosa cpu-survivor-at-tau-dropped impl/cpu/dosa.cpp \
-  's|        if (scores\[i\] >= q.tau) q.chosen.emplace_back(scores\[i\], q.survivors\[i\]);|        if (scores[i] > q.tau) q.chosen.emplace_back(scores[i], q.survivors[i]);|'
+  's|          if (scores\[i\] >= q.tau) q.chosen.emplace_back(scores\[i\], ids\[i\]);|          if (scores[i] > q.tau) q.chosen.emplace_back(scores[i], ids[i]);|'
 mutant dosa model-further-anchors-unbounded model/dosa.cpp \
   's|      p += exact(weights\[a.head\]) \* exact(m.beta) \* relu(dot(q(m.anchor), key));|      (void)m;|'
 mutant dosa cpu-further-anchors-not-folded impl/dosa_screen.hpp \
