@@ -9,9 +9,9 @@
 //   direction, no noise: where one anchor is exact): full scoring, pruned with the
 //   cost rule, their ratio, the survivor rate. Medians of 3 runs. `dosa_bench
 //   parallel 32768` (or `default`, and either L) times that one case.
-// - `dosa_bench breakeven` (or `breakeven 32768`): pruning forced on (no fallback)
-//   on parallel heads as the heads' noise grows, 4096 seeds, budget 16: the survivor
-//   rate at which pruned and full times cross.
+// - `dosa_bench breakeven [L [BUDGET]]` (L 0: both): pruning forced on (no
+//   fallback) on parallel heads as the heads' noise grows, 4096 seeds, budget 16 or
+//   BUDGET: the survivor rate at which pruned and full times cross.
 // - `dosa_bench decode`: the decode path (source 001 §1) on one query's row of
 //   L 131072 Gaussian scores, the recent keys the top-K of the row one step earlier
 //   (each score moved by noise of the given scale), against the top-k over the row;
@@ -181,7 +181,7 @@ int timing(const std::string& workload, std::size_t only_keys) {
 
 // Pruning forced on (no fallback) on parallel heads as the heads' noise grows, so
 // that the survivor rate rises: where pruned and full times cross.
-int breakeven(std::size_t only_keys) {
+int breakeven(std::size_t only_keys, std::size_t budget) {
   bool ok = true;
   for (const std::size_t keys : {32768, 131072}) {
     if (only_keys != 0 && only_keys != keys) continue;
@@ -191,7 +191,7 @@ int breakeven(std::size_t only_keys) {
       p.head_directions = 1, p.head_noise = noise, p.query_drift = 0;
       char name[32];
       std::snprintf(name, sizeof name, "noise %.3f   ", double(noise));
-      ok = compare(name, p, 4096, 16, DosaOptions{false}) && ok;
+      ok = compare(name, p, 4096, budget, DosaOptions{false}) && ok;
     }
   }
   return ok ? 0 : 1;
@@ -234,6 +234,6 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "sweep") == 0) return sweep();
   if (argc > 1 && std::strcmp(argv[1], "decode") == 0) return decode();
   if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0)
-    return breakeven(argc > 2 ? std::stoul(argv[2]) : 0);
+    return breakeven(argc > 2 ? std::stoul(argv[2]) : 0, argc > 3 ? std::stoul(argv[3]) : 16);
   return timing(argc > 1 ? argv[1] : "", argc > 2 ? std::stoul(argv[2]) : 0);
 }
