@@ -88,15 +88,15 @@ __global__ void norms_kernel(const std::byte* keys, KeyFormat format, std::size_
   }
 }
 
-// Thread (keys first + k kThreads + threadIdx.x for k < Keys, queries [8 y,
-// 8 y + 8)), striding over the keys by the grid (at most 65535 blocks: blocks_for): a
-// key is listed for a query when it is not a seed and U >= tau_t. A block's finds
-// take one atomicAdd a query (its kThreads Keys keys counted by warp scans, then
-// across its warps): the queries' counters are the only words every block writes,
-// and one a warp and 32 keys held each block's warps behind them (the test at 2.7%
-// survivors, L 131072, took 119 us against 30 with four keys a thread so). A key's eight screen
-// values are loaded before its first test. The lists' order is the blocks' arrival order; nothing
-// after them depends on it.
+// Thread (keys first + k kThreads + threadIdx.x for k < Keys, queries [8 y, 8 y + 8)),
+// striding over the keys by the grid (at most 65535 blocks: blocks_for): a key is
+// listed for a query when it is not a seed and U >= tau_t. A block's finds take one
+// atomicAdd a query (its kThreads Keys keys counted by warp scans, then across its
+// warps): the queries' counters are the only words every block writes, and one
+// atomicAdd a warp and 32 keys held each block's warps behind them (the test at 2.7%
+// survivors, L 131072, took 119 us that way against 30 with four keys a thread so).
+// A key's eight screen values are loaded before its first test. A list's order is
+// the blocks' arrival order; nothing after the lists depends on it.
 constexpr std::size_t kScreenQueries = 8;
 // the bits of query 0's finds, one a key
 template <std::size_t Keys>
@@ -212,7 +212,7 @@ cudaError_t screen_keys(const float* p, std::size_t stride, std::size_t count,
                         std::int32_t* list, std::int32_t* counts, cudaStream_t stream) {
   // four keys a thread where that grid still fills every block the device holds at
   // once (the batch's test), else one (the probe's 16384 keys: 16 blocks of four
-  // took 8.9 us, 64 of one 3.9)
+  // took 8.9 us, 64 blocks of one 4.8)
   const auto groups = unsigned((query_count + kScreenQueries - 1) / kScreenQueries);
   const bool four = std::size_t(blocks_for((count + 3) / 4)) * groups >=
                     resident_blocks(reinterpret_cast<const void*>(screen_kernel<4>), kThreads);
