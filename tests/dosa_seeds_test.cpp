@@ -7,11 +7,10 @@
 
 #include "impl/cpu/dosa_seeds.hpp"
 
-// The seeds' top-K from the seeds their bounds cannot rule out (impl/cpu/dosa_seeds.hpp):
-// K = 2, seeds 10..14 scoring 9, 6, 2, 7, 6 (the total order: 9, 7, then 6 by id).
 namespace aether {
 namespace {
 
+// K = 2, seeds 10..14 scoring 9, 6, 2, 7, 6 (the total order: 9, 7, then 6 by id).
 struct SeedsCase {
   std::vector<double> bounds;
   std::size_t scored;  // seeds the two rounds score
