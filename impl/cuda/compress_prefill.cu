@@ -100,7 +100,7 @@ __device__ void stream_pairs(const Launch& c, const RequestMeta* requests, std::
     if constexpr (EvictFirst)
       fetch_evict_first(at, from, policy);
     else
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(from) : "memory");
+      fetch_plain(at, from);
   };
   const auto ask_next = [&](unsigned u) {  // the next item's loads into stage u, then a commit
     const Item at = asked;

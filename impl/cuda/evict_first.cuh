@@ -3,7 +3,7 @@
 // formats' IndexFp4 store (faster at every size measured) and prefill's row items
 // up to a size (faster at 32 and 64 x 512, slower from 128 x 512: compress.hpp);
 // MainFp8's store and decode's register loads measured slower and keep plain ones
-// (docs/performance.md).
+// (docs/performance.md), through fetch_plain.
 // Device code only (sm_90).
 #pragma once
 
@@ -22,6 +22,11 @@ __device__ __forceinline__ void fetch_evict_first(unsigned to, const void* from,
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
                "l"(policy)
                : "memory");
+}
+
+// The same without a policy, for copies that keep the L2's normal one.
+__device__ __forceinline__ void fetch_plain(unsigned to, const void* from) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from) : "memory");
 }
 
 }  // namespace aether::cuda

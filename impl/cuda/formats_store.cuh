@@ -82,8 +82,7 @@ __device__ void fetch_values(const float* from, unsigned size, unsigned stage) {
     if constexpr (EvictFirst)
       fetch_evict_first(to, from + 128 * u, policy);
     else
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(from + 128 * u)
-                   : "memory");
+      fetch_plain(to, from + 128 * u);
   }
 }
 

@@ -129,6 +129,7 @@ cuda_mutant compress cuda-pending-inputs-of-the-first-request-only impl/cuda/com
 # it in calls up to cuda::kPrefillEvictFirstElements
 cuda_mutant compress cuda-prefill-fetch-zero-filled impl/cuda/evict_first.cuh \
   's|\[%0\], \[%1\], 16, %2;|[%0], [%1], 16, 0, %2;|'
-# prefill's plain fetch, in larger calls, copying zeros (the 72 x 1024 prefill reads it)
-cuda_mutant compress cuda-prefill-plain-fetch-zero-filled impl/cuda/compress_prefill.cu \
-  's|cp.async.cg.shared.global \[%0\], \[%1\], 16;" ::"r"(at)|cp.async.cg.shared.global [%0], [%1], 16, 0;" ::"r"(at)|'
+# the plain fetch copying zeros: prefill's row items in larger calls (the 72 x 1024
+# prefill reads it) and the MainFp8 store's values
+cuda_mutant compress cuda-prefill-plain-fetch-zero-filled impl/cuda/evict_first.cuh \
+  's|cp.async.cg.shared.global \[%0\], \[%1\], 16;" ::"r"(to)|cp.async.cg.shared.global [%0], [%1], 16, 0;" ::"r"(to)|'
