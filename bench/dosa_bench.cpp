@@ -9,9 +9,10 @@
 //   direction, no noise: where one anchor is exact): full scoring, pruned with the
 //   cost rule, their ratio, the survivor rate. Medians of 3 runs. `dosa_bench
 //   parallel 32768` (or `default`, and either L) times that one case.
-// - `dosa_bench breakeven [L [BUDGET]]` (L 0: both): pruning forced on (no
+// - `dosa_bench breakeven [L [BUDGET [NOISE]]]` (L 0: both): pruning forced on (no
 //   fallback) on parallel heads as the heads' noise grows, 4096 seeds, budget 16 or
-//   BUDGET: the survivor rate at which pruned and full times cross.
+//   BUDGET: the survivor rate at which pruned and full times cross. NOISE times that
+//   one level alone (a case to profile).
 // - `dosa_bench decode`: the decode path (source 001 §1) on one query's row of
 //   L 131072 Gaussian scores, the recent keys the top-K of the row one step earlier
 //   (each score moved by noise of the given scale), against the top-k over the row;
@@ -181,11 +182,19 @@ int timing(const std::string& workload, std::size_t only_keys) {
 
 // Pruning forced on (no fallback) on parallel heads as the heads' noise grows, so
 // that the survivor rate rises: where pruned and full times cross.
-int breakeven(std::size_t only_keys, std::size_t budget) {
+int breakeven(std::size_t only_keys, std::size_t budget, float only_noise) {
+  if (only_noise >= 0 &&
+      std::ranges::find(bench::kBreakevenNoise, only_noise) == std::end(bench::kBreakevenNoise)) {
+    std::fprintf(stderr, "dosa_bench breakeven: NOISE is one of");
+    for (const float noise : bench::kBreakevenNoise) std::fprintf(stderr, " %g", double(noise));
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
   bool ok = true;
   for (const std::size_t keys : {32768, 131072}) {
     if (only_keys != 0 && only_keys != keys) continue;
     for (const float noise : bench::kBreakevenNoise) {
+      if (only_noise >= 0 && noise != only_noise) continue;
       props::DosaWorkloadParams p;
       p.keys = keys;
       p.head_directions = 1, p.head_noise = noise, p.query_drift = 0;
@@ -234,6 +243,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "sweep") == 0) return sweep();
   if (argc > 1 && std::strcmp(argv[1], "decode") == 0) return decode();
   if (argc > 1 && std::strcmp(argv[1], "breakeven") == 0)
-    return breakeven(argc > 2 ? std::stoul(argv[2]) : 0, argc > 3 ? std::stoul(argv[3]) : 16);
+    return breakeven(argc > 2 ? std::stoul(argv[2]) : 0, argc > 3 ? std::stoul(argv[3]) : 16,
+                     argc > 4 ? std::stof(argv[4]) : -1.0f);
   return timing(argc > 1 ? argv[1] : "", argc > 2 ? std::stoul(argv[2]) : 0);
 }
