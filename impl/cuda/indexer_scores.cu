@@ -78,6 +78,8 @@ __global__ void __launch_bounds__(kThreads)
   for (unsigned t = threadIdx.x; t < kTileKeys; t += kThreads)
     scale_tile[t] =
         kFormat == KeyFormat::E4M3 && t < valid_keys ? row_scale(key_row(t), s.dim) : 1.0f;
+  copy_async_commit();  // the key tile's asynchronous pieces, if load_tile issued any
+  copy_async_wait<0>();
   __syncthreads();
 
   // b[k]: the warp's 32 keys' k-th 16-deep slice, four 8-key tiles (each ldmatrix

@@ -26,14 +26,40 @@ __device__ __forceinline__ std::uint16_t key_bits(KeyFormat format, const std::b
   return reinterpret_cast<const std::uint16_t*>(row)[d];
 }
 
-// rows x dim16 bf16 into tile (row stride `stride`), zero past `valid` rows and
-// past `dim` columns. row(r) is the address of source row r. With `vector`, 8
+// 16 bytes global -> shared without passing through registers; zero-filled when
+// `bytes` is 0 (padding rows and columns).
+__device__ __forceinline__ void copy_async(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// rows x dim16 bf16 into tile (row stride `stride`), zero past `valid` rows (at least
+// one) and past `dim` columns. row(r) is the address of source row r. With `vector`, 8
 // elements per step (16-byte bf16 loads, or two 4-byte E4M3 loads): the caller has
-// checked that D is a multiple of 8 and the rows are aligned for that.
+// checked that D is a multiple of 8 and the rows are aligned for that. BF16 rows so
+// are copied asynchronously, every piece in flight at once (loaded into registers,
+// each piece's store waited for its load: a round trip a piece, which held a block
+// of one query, the probe's, for most of its time); the caller commits and waits.
 template <class RowOf>
 __device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned rows,
                                           unsigned valid, unsigned dim, unsigned dim16,
                                           KeyFormat format, bool vector, RowOf row) {
+  if (vector && format == KeyFormat::BF16) {
+    const unsigned chunks = dim16 / 8;
+    const std::byte* any = row(0);  // a readable address for the zero-filled pieces
+#pragma unroll 4
+    for (unsigned i = threadIdx.x; i < rows * chunks; i += kThreads) {
+      const unsigned r = i / chunks, c = i - r * chunks;
+      const bool real = r < valid && c * 8 < dim;
+      copy_async(tile + r * stride + c * 8, real ? row(r) + 16 * c : any, real ? 16 : 0);
+    }
+    return;
+  }
   if (vector) {
     const unsigned chunks = dim16 / 8;
     for (unsigned i = threadIdx.x; i < rows * chunks; i += kThreads) {
@@ -64,18 +90,6 @@ __device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned 
       tile[r * stride + d] = __ushort_as_bfloat16(bits);
     }
   }
-}
-
-// 16 bytes global -> shared without passing through registers; zero-filled when
-// `bytes` is 0 (padding rows and columns).
-__device__ __forceinline__ void copy_async(void* dst, const void* src, unsigned bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
-               "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n"); }
-template <int kPending>
-__device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 // The 16-byte pieces of a query tile a thread copies: piece i = h chunks + c for i =

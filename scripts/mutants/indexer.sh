@@ -71,6 +71,10 @@ cuda_mutant indexer cuda-query-piece-row-carried-twice impl/cuda/indexer_scores_
   's|    if (c >= p.chunks) c -= p.chunks, ++h;|    if (c >= p.chunks) c -= p.chunks, h += 2;|'
 cuda_mutant indexer cuda-weights-of-the-first-tile impl/cuda/indexer_scores.cu \
   's|    const float\* w = weight_tile(t - t0);|    const float* w = weight_tile(0);|'
+# the key tile's asynchronous copies never committed: the wait before the barrier
+# finds no group pending, and the warps read the tile before it lands
+cuda_mutant indexer cuda-key-tile-not-committed impl/cuda/indexer_scores.cu \
+  's|  copy_async_commit();  // the key tile|  // the key tile|'
 # the read-once path synchronising its stream between two kernels: a queued call
 # that waits, and under capture one that ends the capture (only the captured call's
 # property sees it)
