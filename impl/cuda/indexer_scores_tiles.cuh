@@ -60,28 +60,30 @@ __device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned 
     }
     return;
   }
-  if (vector) {
-    const unsigned chunks = dim16 / 8;
-    for (unsigned i = threadIdx.x; i < rows * chunks; i += kThreads) {
-      const unsigned r = i / chunks, c = i - r * chunks;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (r < valid && c * 8 < dim) {
-        const std::byte* src = row(r);
-        if (format == KeyFormat::E4M3) {
-          const std::uint32_t lo = reinterpret_cast<const std::uint32_t*>(src)[2 * c];
-          const std::uint32_t hi = reinterpret_cast<const std::uint32_t*>(src)[2 * c + 1];
-          std::uint16_t h[8];
+  if (vector) {  // E4M3 (BF16 is copied above): four pieces' words loaded before one converts
+    const unsigned chunks = dim16 / 8, pieces = rows * chunks;
+    for (unsigned i0 = threadIdx.x; i0 < pieces; i0 += 4 * kThreads) {
+      std::uint32_t lo[4], hi[4];
 #pragma unroll
-          for (int e = 0; e < 8; ++e)
-            h[e] = __bfloat16_as_ushort(__float2bfloat16(
-                e4m3_value(std::uint8_t(((e < 4 ? lo : hi) >> (8 * (e % 4))) & 0xff))));
-          v = make_uint4(h[0] | std::uint32_t(h[1]) << 16, h[2] | std::uint32_t(h[3]) << 16,
-                         h[4] | std::uint32_t(h[5]) << 16, h[6] | std::uint32_t(h[7]) << 16);
-        } else {
-          v = reinterpret_cast<const uint4*>(src)[c];
-        }
+      for (unsigned u = 0; u < 4; ++u) {
+        const unsigned i = i0 + u * kThreads, r = i / chunks, c = i - r * chunks;
+        const bool real = i < pieces && r < valid && c * 8 < dim;
+        const auto* words = reinterpret_cast<const std::uint32_t*>(real ? row(r) : nullptr);
+        lo[u] = real ? words[2 * c] : 0, hi[u] = real ? words[2 * c + 1] : 0;
       }
-      *reinterpret_cast<uint4*>(tile + r * stride + c * 8) = v;
+#pragma unroll
+      for (unsigned u = 0; u < 4; ++u) {
+        const unsigned i = i0 + u * kThreads, r = i / chunks, c = i - r * chunks;
+        if (i >= pieces) break;
+        std::uint16_t h[8];  // a zero code is +0, as a padding piece's zeros are
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          h[e] = __bfloat16_as_ushort(__float2bfloat16(
+              e4m3_value(std::uint8_t(((e < 4 ? lo[u] : hi[u]) >> (8 * (e % 4))) & 0xff))));
+        *reinterpret_cast<uint4*>(tile + r * stride + c * 8) =
+            make_uint4(h[0] | std::uint32_t(h[1]) << 16, h[2] | std::uint32_t(h[3]) << 16,
+                       h[4] | std::uint32_t(h[5]) << 16, h[6] | std::uint32_t(h[7]) << 16);
+      }
     }
   } else {
     for (unsigned i = threadIdx.x; i < rows * dim16; i += kThreads) {
