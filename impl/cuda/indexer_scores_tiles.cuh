@@ -42,9 +42,10 @@ __device__ __forceinline__ void copy_async_wait() {
 // one) and past `dim` columns. row(r) is the address of source row r. With `vector`, 8
 // elements per step (16-byte bf16 loads, or two 4-byte E4M3 loads): the caller has
 // checked that D is a multiple of 8 and the rows are aligned for that. BF16 rows so
-// are copied asynchronously, every piece in flight at once (loaded into registers,
-// each piece's store waited for its load: a round trip a piece, which held a block
-// of one query, the probe's, for most of its time); the caller commits and waits.
+// are copied asynchronously, every piece in flight at once: a piece loaded into
+// registers and stored costs a round trip before the next, where a block that scores
+// one query (DoSA's probe) would spend most of its time (docs/performance.md). The
+// caller commits and waits.
 template <class RowOf>
 __device__ __forceinline__ void load_tile(bf16* tile, unsigned stride, unsigned rows,
                                           unsigned valid, unsigned dim, unsigned dim16,
