@@ -75,6 +75,9 @@ cuda_mutant indexer cuda-weights-of-the-first-tile impl/cuda/indexer_scores.cu \
 # finds no group pending, and the warps read the tile before it lands
 cuda_mutant indexer cuda-key-tile-not-committed impl/cuda/indexer_scores.cu \
   's|  copy_async_commit();  // the key tile|  // the key tile|'
+# an E4M3 key tile's piece given its low word twice (the high word's four codes lost)
+cuda_mutant indexer cuda-e4m3-tile-high-word-lost impl/cuda/indexer_scores_tiles.cuh \
+  's|hi\[u\] = real ? words\[2 \* c + 1\] : 0;|hi[u] = real ? words[2 * c] : 0;|'
 # the read-once path synchronising its stream between two kernels: a queued call
 # that waits, and under capture one that ends the capture (only the captured call's
 # property sees it)
