@@ -88,9 +88,9 @@ TEST_P(FormatsCuda, rows_past_a_chunk_are_stored_and_read_whole) {
 }
 
 // IndexFp4 calls of more rows than the device's warps hold at once in batches of
-// 32 (the H200 holds 4224 of the store's warps: 135,168 rows), so each warp takes
-// two or three batches and its fetch runs ahead across them: at D 96 items (512 values) end
-// inside rows, at D 128 each holds four. Every byte as the CPU writes it
+// 32 (the H200 holds 4224 of the store's warps: 135,168 rows), a warp a batch, so
+// that the blocks run in three waves: at D 96 items (512 values) end inside rows, at
+// D 128 each holds four. Every byte as the CPU writes it
 // (tests/formats_test.cpp ties the CPU to the model), placeholders among the
 // slots; then the same rows refused for a slot given twice, one outside the cache
 // and a NaN, each late in the call.
@@ -198,6 +198,49 @@ TEST_P(FormatsCuda, refused_stores_change_only_their_own_slots) {
               (FormatsError{fe::ShapeMismatch{32, 40}}));
     EXPECT_EQ(props::cache_report(g, c.before, cache), "");  // the cache is g's
   }
+}
+
+// A slot given twice, refused at the later row, the lowest such row first, with a
+// word a slot for the claims (8 slots: at most twice the open-addressed table's
+// entries) and with the open-addressed table (4096 slots), whose probes pass other
+// slots' entries (40 rows on 128 entries); a call's bytes as the CPU writes them,
+// a refused call's only at its own slots.
+TEST_P(FormatsCuda, a_slot_given_twice_is_refused_at_its_later_row_in_either_claims_table) {
+  for (const auto format : {CacheFormat::MainFp8, CacheFormat::IndexFp4})
+    for (const std::size_t blocks : {2, 1024}) {
+      SCOPED_TRACE(std::string(props::format_name(format)) + ", " + std::to_string(blocks) +
+                   " blocks");
+      const CacheGeometry g{format, 32, 4, blocks};
+      const auto refusal = [&](const F& rows, const std::vector<std::int32_t>& slots) {
+        std::vector<std::byte> cache, want(g.bytes(), std::byte{0x5a});
+        const auto st = store(g, rows, slots, cache);
+        const auto cpu = cpu::store_rows(g, rows, slots, want, RoundingProfile::Cuda);
+        const FormatsError got = st.ok() ? FormatsError{} : st.error();
+        EXPECT_EQ(got, cpu.ok() ? FormatsError{} : cpu.error());
+        if (cpu.ok())
+          EXPECT_EQ(props::cache_report(g, want, cache), "");
+        else  // two rows on one slot: either row's bytes
+          EXPECT_EQ(props::cache_report(g, std::vector<std::byte>(g.bytes(), std::byte{0x5a}),
+                                        cache, props::bytes_a_refused_store_may_change(g, slots)),
+                    "");
+        return got;
+      };
+      const F three(96, 1.5f);
+      EXPECT_EQ(refusal(three, {5, 2, 5}), (FormatsError{fe::BadSlot{2, 5}}));
+      EXPECT_EQ(refusal(three, {2, 7, 2}), (FormatsError{fe::BadSlot{2, 2}}));
+      EXPECT_EQ(refusal(three, {3, 3, 3}), (FormatsError{fe::BadSlot{1, 3}}));
+      EXPECT_EQ(refusal(three, {6, 1, 1}), (FormatsError{fe::BadSlot{2, 1}}));
+      std::vector<std::int32_t> spread(40);
+      for (std::size_t j = 0; j < spread.size(); ++j)
+        spread[j] = std::int32_t((j * 97 + 3) % g.slots());
+      const F forty(40 * 32, -2.0f);
+      if (blocks > 2) {
+        EXPECT_EQ(refusal(forty, spread), FormatsError{});
+        auto twice = spread;
+        twice[31] = twice[17], twice[36] = twice[9];
+        EXPECT_EQ(refusal(forty, twice), (FormatsError{fe::BadSlot{31, twice[17]}}));
+      }
+    }
 }
 
 // Rows not on a 16-byte boundary (the store reads 16-byte words): refused before

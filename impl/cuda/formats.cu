@@ -55,7 +55,7 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
 }
 
 // The store's first kernel: the verdict reset (DeviceVerdict{}, as reset_verdict's) and
-// the claims' table set to kUnclaimed, in one kernel, not a reset and a memset node,
+// the claims' table emptied (0xff bytes: fr::Claims), in one kernel, not a reset and a memset node,
 // so that the store can follow it as a programmatic dependent: the store's blocks
 // fetch their first items and fill their E2M1 tables while it runs, and wait for it
 // only before their first claim or refusal (a queued MainFp8 store of 65536 rows at
@@ -90,18 +90,23 @@ cudaError_t launch_store(const CacheGeometry& g, const float* rows, const std::i
 cudaError_t queue_store(const CacheGeometry& g, const float* rows, const std::int32_t* slots,
                         std::size_t n, std::byte* cache, RoundingProfile profile,
                         DeviceVerdict* verdict, Stream stream) {
-  // the claims' table: twice the distinct slots the call can name, rounded up (at
-  // least two entries: a whole 16-byte word)
+  // the claims' table (fr::Claims): open-addressed, twice the distinct slots the call
+  // can name, rounded up (at least two entries: a whole 16-byte word); direct, a
+  // word a slot, where that is no larger
   const std::size_t names = std::min<std::size_t>(n, g.slots());
   const unsigned bits = std::clamp(unsigned(std::bit_width(2 * names - (names > 0))), 1u, 32u);
-  const std::size_t entries = std::size_t(1) << bits, words = entries / 2;
+  const std::size_t entries = std::size_t(1) << bits;
+  const bool direct = g.slots() <= 2 * entries;
+  const std::size_t words = direct ? std::max<std::size_t>(1, (g.slots() + 3) / 4) : entries / 2;
   void* table = nullptr;
-  if (int e = upload_scratch(nullptr, 8 * entries, stream, &table)) return cudaError_t(e);
+  if (int e = upload_scratch(nullptr, 16 * words, stream, &table)) return cudaError_t(e);
   const auto clear_blocks = unsigned(std::min<std::size_t>((words + 255) / 256, 1024));
   cudaError_t failure = overlapped(begin_store, dim3(clear_blocks), 256, 0, stream, verdict,
                                    static_cast<uint4*>(table), words);
   if (failure == cudaSuccess) {
-    const fr::Claims claims{static_cast<unsigned long long*>(table), bits};
+    const fr::Claims claims =
+        direct ? fr::Claims{static_cast<unsigned*>(table), nullptr, bits}
+               : fr::Claims{nullptr, static_cast<unsigned long long*>(table), bits};
     // UE8M0 scales under the Cuda profile take the float path (formats_store.cuh)
     const bool fast = profile == RoundingProfile::Cuda;
     using enum CacheFormat;

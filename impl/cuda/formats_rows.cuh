@@ -156,13 +156,19 @@ __device__ inline Batch batch_shape(std::size_t base, unsigned per_batch, std::s
                                     std::size_t dim) {
   return {base, dim, unsigned(n - base < per_batch ? n - base : per_batch), -1, 0, 0};
 }
+// Lane i's slot in the batch at `base`: row base + i's, -1 past the batch or the call.
+__device__ inline std::int32_t slot_at(std::size_t base, unsigned per_batch, std::size_t n,
+                                       const std::int32_t* slots) {
+  const unsigned lane = threadIdx.x % 32;
+  return base < n && lane < per_batch && lane < n - base ? slots[base + lane] : -1;
+}
+// The batch at `base`, given its lanes' slots (slot_at: a caller may load them ahead).
 template <bool Beside = false, CacheFormat F>
-__device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
-                          const std::int32_t* slots, const Layout<F>& lay,
-                          unsigned long long* verdict) {
+__device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n, std::int32_t slot,
+                          const Layout<F>& lay, unsigned long long* verdict) {
   const unsigned lane = threadIdx.x % 32;
   Batch b = batch_shape(base, per_batch, n, lay.dim);
-  b.slot = lane < b.count ? slots[base + lane] : -1;
+  b.slot = slot;
   if (b.slot != -1 && !lay.inside(b.slot)) refuse<Beside>(verdict, refusal(0, base + lane));
   if (lay.inside(b.slot)) {
     b.data = lay.row_data(std::size_t(b.slot));

@@ -9,22 +9,33 @@
 
 namespace aether::cuda::formats_rows {
 
-// The claims' open-addressed table: 2^bits entries (at least twice the distinct
-// slots a call can name, at most 2^32), each a slot and a row as slot << 32 | row,
-// ~0 when empty (no slot is 2^32 - 1); a slot's first probe is the top bits of a
-// multiplicative hash, so slots that differ only in their high bits spread too.
+// The claims' table, emptied by the store's first kernel. Direct (`words`) where
+// the cache's slots number at most twice the open-addressed table's entries, so
+// that it takes no more memory: slot s's word is the lowest row that claimed it,
+// ~0u when none. Otherwise open-addressed (`entries`): 2^bits entries (at least
+// twice the distinct slots a call can name, at most 2^32), each a slot and a row
+// as slot << 32 | row, ~0 when empty (no slot is 2^32 - 1); a slot's first probe
+// is the top bits of a multiplicative hash, so slots that differ only in their
+// high bits spread too.
 struct Claims {
+  unsigned* words;
   unsigned long long* entries;
   unsigned bits;
 };
 inline constexpr unsigned long long kUnclaimed = ~0ull;
+inline constexpr unsigned kNoRow = ~0u;
 
-// Row j's claim on slot s: of two rows on one slot the later is refused, whichever
-// arrives first, so every row but the lowest on a slot is refused and the verdict
-// keeps the lowest of them (rows fit 32 bits: 2^32 rows of 16 floats outgrow any
-// device). A slot's first claim is one compare-and-swap; a later one keeps the
-// lower row by a minimum over the entry (its high half, the slot, is the same in
-// both), and refuses the higher of its own row and the one it found.
+// Of two rows j and `before` on one slot, the later refused (rows fit 32 bits:
+// 2^32 rows of 16 floats outgrow any device).
+__device__ inline void refuse_the_later(unsigned before, unsigned j, unsigned long long* verdict) {
+  atomicMin(verdict, refusal(0, before > j ? before : j));
+}
+
+// Row j's claim on slot s, open-addressed: every row but the lowest on a slot is
+// refused, whichever arrives first. A slot's first claim is one compare-and-swap;
+// a later one keeps the lower row by a minimum over the entry (its high half, the
+// slot, is the same in both), and refuses the later of its own row and the one it
+// found.
 __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
                                   unsigned long long* verdict) {
   const std::size_t mask = (std::size_t(1) << c.bits) - 1;
@@ -33,9 +44,24 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
     const unsigned long long held = atomicCAS(c.entries + h, kUnclaimed, mine);
     if (held == kUnclaimed) return;
     if (held >> 32 != unsigned(s)) continue;
-    const auto before = unsigned(atomicMin(c.entries + h, mine));
-    return void(atomicMin(verdict, refusal(0, before > j ? before : j)));
+    return refuse_the_later(unsigned(atomicMin(c.entries + h, mine)), j, verdict);
   }
+}
+
+// Row j's claim begun, for settle_claim to finish after the batch's items. Direct:
+// one minimum over the slot's word, whose answer (the lowest row before it) is read
+// only then, so that its round trip lies behind the items: each warp's first claim
+// queues behind every warp's first fetches, and a chain of probes there held warps
+// up to 10 us of a 65536-row store's 15 (docs/performance.md). Open-addressed: the
+// claim settled now, kNoRow returned.
+__device__ inline unsigned begin_claim(Claims c, std::int32_t s, unsigned j,
+                                       unsigned long long* verdict) {
+  if (c.words != nullptr) return atomicMin(c.words + s, j);
+  claim_slot(c, s, j, verdict);
+  return kNoRow;
+}
+__device__ inline void settle_claim(unsigned before, unsigned j, unsigned long long* verdict) {
+  if (before != kNoRow) refuse_the_later(before, j, verdict);
 }
 
 // Items in flight a warp (kStoreStages - 1 fetched while one is converted: two
@@ -224,7 +250,8 @@ __device__ void store_item(const float4* stage, const LanePart& p, const Batch& 
 
 // The store: placeholders skipped (their values never read); a slot outside the
 // cache refused (batch_at) and not written; a slot given twice refused at the later
-// row (claim_slot), both rows written; a NaN/inf refused, its row written anyway.
+// row (begin_claim, settle_claim), both rows written; a NaN/inf refused, its row
+// written anyway.
 template <CacheFormat F, bool Fast>
 __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3, Fast))
     store_rows(const float* rows, const std::int32_t* slots, std::size_t n, unsigned per_batch,
@@ -237,12 +264,16 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float4* staged = staged_all + warp * stages * kStagedQuads;
   const auto stage_base = unsigned(__cvta_generic_to_shared(staged));
+  // The first batch's slots asked for before its values: asked for behind every
+  // warp's first fetches, a slot waits for most of them (docs/performance.md).
+  const std::size_t first = first_batch(per_batch);
+  const std::int32_t first_slot = slot_at(first, per_batch, n, slots);
   // The fetch runs stages - 1 items ahead of the conversion, across batches (it
   // needs no slot): a warp's pipeline fills once, not once a batch, and its first
   // items are on their way while the block fills its table. Item k of the warp's
   // run is staged at k % stages. `ahead` is this lane's first value of the next
   // item to fetch, `ahead_left` the values left from there in its batch.
-  std::size_t ahead_base = first_batch(per_batch), ahead_left = 0;
+  std::size_t ahead_base = first, ahead_left = 0;
   const float* ahead = nullptr;
   const auto start_batch = [&] {
     if (ahead_base >= n) return;
@@ -270,10 +301,12 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   wait_for_previous_kernel();
   const LaneStep step = lane_step(lay.dim);
   unsigned k = 0;  // items converted
-  for (std::size_t base = first_batch(per_batch); base < n; base += batch_stride(per_batch)) {
-    const Batch b = batch_at(base, per_batch, n, slots, lay, verdict);
-    if (lay.inside(b.slot))
-      claim_slot(claims, std::int32_t(b.slot), unsigned(base + lane), verdict);
+  for (std::size_t base = first; base < n; base += batch_stride(per_batch)) {
+    const Batch b =
+        batch_at(base, per_batch, n,
+                 base == first ? first_slot : slot_at(base, per_batch, n, slots), lay, verdict);
+    const unsigned row = unsigned(base + lane);
+    const unsigned before = lay.inside(b.slot) ? begin_claim(claims, b.slot, row, verdict) : kNoRow;
     LanePart p = first_lane_part(b, lay);
     for (unsigned t = 0; t < b.items(); ++t, ++k) {
       fetch_next();
@@ -284,6 +317,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
       __syncwarp();  // item k's stage is item k + stages's
       next_lane_part(p, step, b, lay);
     }
+    settle_claim(before, row, verdict);
   }
 }
 

@@ -54,6 +54,10 @@ cuda_mutant formats cuda-lane-step-wraps-one-late impl/cuda/formats_rows.cuh \
   's|if (p.at >= b.dim) p.at -= b.dim, ++p.row;|if (p.at > b.dim) p.at -= b.dim, ++p.row;|'
 cuda_mutant formats cuda-claim-of-the-same-slot-probes-on impl/cuda/formats_store.cuh \
   's|if (held >> 32 != unsigned(s)) continue;|if (held >> 32 != unsigned(s) + 1) continue;|'
+# a direct claims' table whose answers are never settled (a slot given twice not
+# refused there)
+cuda_mutant formats cuda-direct-claim-unsettled impl/cuda/formats_store.cuh \
+  's|  if (before != kNoRow) refuse_the_later(before, j, verdict);|  if (false) refuse_the_later(before, j, verdict);|'
 # the claims' table half cleared: a later call finds an earlier call's claims
 cuda_mutant formats cuda-claims-half-cleared impl/cuda/formats.cu \
   's|i < words; i += stride)|i < words / 2; i += stride)|'
