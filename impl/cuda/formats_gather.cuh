@@ -111,8 +111,7 @@ __global__ void __launch_bounds__(kThreads, kGatherBlocksPerSm)
   auto& image = images[threadIdx.x / 32];
   constexpr bool index = Layout<F>::index;
   for (std::size_t base = first_batch(per_batch); base < m; base += batch_stride(per_batch)) {
-    const Batch b = batch_at<Layout<F>::read_beside_reset>(
-        base, per_batch, m, slot_at(base, per_batch, m, slots), lay, verdict);
+    const Batch b = batch_at<Layout<F>::read_beside_reset>(base, per_batch, m, slots, lay, verdict);
     // the lane's part of the item ahead, and its scale byte (IndexFp4)
     LanePart ahead = first_lane_part(b, lay);
     std::uint8_t scale_ahead = 0;

@@ -162,9 +162,10 @@ __device__ inline std::int32_t slot_at(std::size_t base, unsigned per_batch, std
   const unsigned lane = threadIdx.x % 32;
   return base < n && lane < per_batch && lane < n - base ? slots[base + lane] : -1;
 }
-// The batch at `base`, given its lanes' slots (slot_at: a caller may load them ahead).
+// The batch at `base` whose lanes' slots are `slot` (slot_at: a caller may load them
+// ahead).
 template <bool Beside = false, CacheFormat F>
-__device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n, std::int32_t slot,
+__device__ Batch batch_of(std::size_t base, unsigned per_batch, std::size_t n, std::int32_t slot,
                           const Layout<F>& lay, unsigned long long* verdict) {
   const unsigned lane = threadIdx.x % 32;
   Batch b = batch_shape(base, per_batch, n, lay.dim);
@@ -175,6 +176,14 @@ __device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n, s
     if constexpr (Layout<F>::index) b.scales = lay.row_scales(std::size_t(b.slot));
   }
   return b;
+}
+// The same, its slots loaded here.
+template <bool Beside = false, CacheFormat F>
+__device__ Batch batch_at(std::size_t base, unsigned per_batch, std::size_t n,
+                          const std::int32_t* slots, const Layout<F>& lay,
+                          unsigned long long* verdict) {
+  const unsigned lane = threadIdx.x % 32, count = batch_shape(base, per_batch, n, lay.dim).count;
+  return batch_of<Beside>(base, per_batch, n, lane < count ? slots[base + lane] : -1, lay, verdict);
 }
 // A lane's share of an item, kLaneElems consecutive elements (whole groups or half
 // of one), all in one row: D and kChunk are multiples of 16. Past the batch's end,

@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, store_blocks_per_sm(Layout<F>::e4m3,
   unsigned k = 0;  // items converted
   for (std::size_t base = first; base < n; base += batch_stride(per_batch)) {
     const Batch b =
-        batch_at(base, per_batch, n,
+        batch_of(base, per_batch, n,
                  base == first ? first_slot : slot_at(base, per_batch, n, slots), lay, verdict);
     const unsigned row = unsigned(base + lane);
     const unsigned before = lay.inside(b.slot) ? begin_claim(claims, b.slot, row, verdict) : kNoRow;
