@@ -38,8 +38,8 @@ Grid grid_of(std::size_t rows, unsigned per_batch) {
 }
 
 // The store's grid for `rows` rows: batches small enough that every warp the
-// device holds at once has one (a small call is spread out), at most 32 rows (a
-// large call's warps each take several batches).
+// device holds at once has one (a small call is spread out), at most 32 rows, a
+// warp a batch (a large call's blocks run in waves).
 Grid store_grid(const void* kernel, std::size_t rows, std::size_t dynamic_shared) {
   const std::size_t warps =
       std::max<std::size_t>(1, resident_blocks(kernel, fr::kThreads, dynamic_shared)) * fr::kWarps;
