@@ -54,15 +54,16 @@ __global__ void describe_refusal(const std::int32_t* slots, DeviceVerdict* verdi
     verdict->detail[0] = slots[refusal & fr::kIndexBits];
 }
 
-// The store's first kernel: the verdict reset (DeviceVerdict{}, as reset_verdict's) and
-// the claims' table emptied (0xff bytes: fr::Claims), in one kernel, not a reset and a memset node,
-// so that the store can follow it as a programmatic dependent: the store's blocks
-// fetch their first items and fill their E2M1 tables while it runs, and wait for it
-// only before their first claim or refusal (a queued MainFp8 store of 65536 rows at
-// 0.81 of the copy against 0.77-0.78 behind a memset; the reset in the same kernel,
-// not one of its own, 1.0-1.7 us less a call: docs/performance.md). Launched
-// `overlapped` itself, it starts its writes only once the kernel ahead of it (the
-// previous call's) has finished, as a stream-ordered launch would.
+// The store's first kernel: the verdict reset (DeviceVerdict{}, as reset_verdict's)
+// and the claims' table emptied (0xff bytes: fr::Claims), in one kernel, not a reset
+// and a memset node, so that the store can follow it as a programmatic dependent:
+// the store's blocks fetch their first items and slots and fill their E2M1 tables
+// while it runs, and wait for it only before their first claim or refusal (a queued
+// MainFp8 store of 65536 rows at 0.81 of the copy against 0.77-0.78 behind a memset;
+// the reset in the same kernel, not one of its own, 1.0-1.7 us less a call:
+// docs/performance.md). Launched `overlapped` itself, it starts its writes only once
+// the kernel ahead of it (the previous call's) has finished, as a stream-ordered
+// launch would.
 __global__ void begin_store(DeviceVerdict* verdict, uint4* table, std::size_t words) {
   wait_for_previous_kernel();
   let_next_kernel_start();

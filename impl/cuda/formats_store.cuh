@@ -51,9 +51,9 @@ __device__ inline void claim_slot(Claims c, std::int32_t s, unsigned j,
 // Row j's claim begun, for settle_claim to finish after the batch's items. Direct:
 // one minimum over the slot's word, whose answer (the lowest row before it) is read
 // only then, so that its round trip lies behind the items: each warp's first claim
-// queues behind every warp's first fetches, and a chain of probes there held warps
-// up to 10 us of a 65536-row store's 15 (docs/performance.md). Open-addressed: the
-// claim settled now, kNoRow returned.
+// queues behind every warp's first fetches, and with the probes' chains the last
+// warps of a 65536-row store made theirs at 13 us of its 15 (docs/performance.md).
+// Open-addressed: the claim settled now, kNoRow returned.
 __device__ inline unsigned begin_claim(Claims c, std::int32_t s, unsigned j,
                                        unsigned long long* verdict) {
   if (c.words != nullptr) return atomicMin(c.words + s, j);
