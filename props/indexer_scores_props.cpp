@@ -277,5 +277,28 @@ AETHER_PROP(IndexerCpu, a_batch_scores_each_query_as_alone, "L3", ()) {
             (IndexerError{indexer_error::ShapeMismatch{batch * rows, batch * rows + 1}}));
 }
 
+// L3: keys named by id (any order, repeats, partial and whole tiles: DoSA's seeds,
+// chunks and survivors) score bit for bit as the same keys in a call over every key,
+// on the AVX2 and the portable path.
+AETHER_PROP(IndexerCpu, keys_named_by_id_score_as_in_place, "L3", ()) {
+  const props::ScoreCall c =
+      *gen::oneOf(props::gen_grid_score_call(), props::gen_float_score_call());
+  const std::size_t rows = c.rows();
+  RC_PRE(rows > 0);
+  const auto ids =
+      *gen::container<std::vector<std::int32_t>>(gen::inRange<std::int32_t>(0, std::int32_t(rows)));
+  const bool simd = *gen::arbitrary<bool>();
+  struct Path {
+    explicit Path(bool simd) { cpu::simd_allowed() = simd; }
+    ~Path() { cpu::simd_allowed() = true; }
+  } path(simd);
+  std::vector<float> all(rows), at(ids.size(), NAN);
+  RC_ASSERT(cpu::index_scores(c.queries, c.weights, c.keys(), all).ok());
+  cpu::index_scores_at(c.queries, c.weights, 1, c.keys(), ids, at);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    RC_ASSERT(std::bit_cast<std::uint32_t>(at[i]) ==
+              std::bit_cast<std::uint32_t>(all[std::size_t(ids[i])]));
+}
+
 }  // namespace
 }  // namespace aether

@@ -1,6 +1,8 @@
 #include "impl/cpu/dosa.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -18,10 +20,7 @@ namespace aether::cpu {
 
 namespace {
 namespace de = dosa_error;
-using dosa_rows::gather;
-using dosa_rows::gather_into;
 using dosa_rows::key_norms;
-using dosa_rows::Rows;
 using dosa_seeds::keep_best;
 using dosa_seeds::Scored;
 
@@ -44,7 +43,7 @@ Screen prepare(std::span<const float> q, std::span<const float> w, std::size_t d
       [](double x) { return float(x); });
 }
 
-// U of every row of `block` (contiguous stored keys, their norms alongside).
+// U of every stored key (their norms alongside).
 void screen_bounds(const Screen& screen, const IndexKeys& block, std::span<const double> norms,
                    std::span<double> bound) {
   const std::size_t row_bytes = key_row_bytes(block.format, block.dim);
@@ -87,11 +86,10 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   }
 
   DosaStats local;
-  // The seeds, gathered once, are screened or scored as a whole (choose_seeds); the
-  // screen reads the other keys (ascending) in chunks gathered into one contiguous
-  // buffer (screening the seeds in place among them cost more than the gather,
-  // docs/performance.md). Norms once for the batch.
-  const Rows seed_rows = gather(keys, seeds);
+  // The seeds are screened or scored as a whole (choose_seeds); the screen reads the
+  // other keys (ascending) in chunks. Every key is read where it is stored
+  // (index_scores_at: no copy, no second scan for NaN; docs/performance.md). Norms
+  // once for the batch.
   std::vector<char> is_seed(count, 0);
   for (const std::int32_t j : seeds) is_seed[std::size_t(j)] = 1;
   std::vector<std::int32_t> others;
@@ -100,9 +98,9 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     if (!is_seed[i]) others.push_back(std::int32_t(i));
   std::vector<double> norms(others.size());
   std::vector<char> normed(others.size() / kProbe + 2, 0);  // by chunk start / kProbe
-  const auto norms_of = [&](const IndexKeys& chunk, std::size_t first, std::size_t n) {
+  const auto norms_of = [&](std::size_t first, std::size_t n) {
     if (!normed[first / kProbe]) {
-      const auto part = key_norms(chunk, n);
+      const auto part = key_norms(keys, std::span<const std::int32_t>(others).subspan(first, n));
       std::copy(part.begin(), part.end(), norms.begin() + std::ptrdiff_t(first));
       normed[first / kProbe] = 1;
     }
@@ -110,17 +108,21 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   };
   const auto query = [&](std::size_t t) { return queries.subspan(t * heads * dim, heads * dim); };
   const auto weight = [&](std::size_t t) { return weights.subspan(t * heads, heads); };
-  // Queries `ts` scored in full over the n keys of `rows` in one batched call (each
-  // tile decoded once for all of them), into out [|ts|, n].
-  const auto score_in_full = [&](std::span<const std::size_t> ts, const IndexKeys& rows,
-                                 std::size_t n, std::vector<float>& out) {
+  // Queries `ts` scored in full in one batched call (each tile decoded once for all
+  // of them), over the keys at `ids` or, without them, every key, into out [|ts|, n].
+  const auto score_in_full = [&](std::span<const std::size_t> ts,
+                                 std::optional<std::span<const std::int32_t>> ids, std::size_t n,
+                                 std::vector<float>& out) {
     std::vector<float> q, w;
     for (std::size_t t : ts) {
       q.insert(q.end(), query(t).begin(), query(t).end());
       w.insert(w.end(), weight(t).begin(), weight(t).end());
     }
     out.resize(ts.size() * n);
-    (void)index_scores_batch(q, w, ts.size(), rows, out);
+    if (ids)
+      index_scores_at(q, w, ts.size(), keys, *ids, out);
+    else
+      (void)index_scores_batch(q, w, ts.size(), keys, out);
   };
   const dosa_cost::CostRule cost{plans,        heads, count,
                                  seeds.size(), k,     options.fall_back_when_unpaid};
@@ -140,7 +142,6 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     bool judged = false, paid = true;
   };
   // buffers reused by every step (a fresh one's pages fault in again)
-  Rows chunk;
   std::vector<float> seed_scores, p, sq, sw;
   // Screens of `active`, stacked and padded with zero heads (exact zeros) to one width
   // the scorer runs at its full pace (17 screen heads, budget 16 and a_A, run as 18).
@@ -175,12 +176,12 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
         scoring_all.push_back(group[m].t);
       }
     }
-    if (!scoring_all.empty()) score_in_full(scoring_all, seed_rows.view, seeds.size(), seed_scores);
+    if (!scoring_all.empty()) score_in_full(scoring_all, seeds, seeds.size(), seed_scores);
     if (!screening.empty()) {
-      if (seed_norms.empty()) seed_norms = key_norms(seed_rows.view, seeds.size());
+      if (seed_norms.empty()) seed_norms = key_norms(keys, seeds);
       stack_screens(screening);
       p.resize(screening.size() * seeds.size());
-      (void)index_scores_batch(sq, sw, screening.size(), seed_rows.view, p);
+      index_scores_at(sq, sw, screening.size(), keys, seeds, p);
     }
     for_each_row(group.size(), seeds.size() + heads * dim, [&](std::size_t m) {
       Member& q = group[m];
@@ -195,13 +196,11 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
         thread_local std::vector<double> bounds;
         bounds.resize(seeds.size());
         for (std::size_t i = 0; i < seeds.size(); ++i)
-          bounds[i] =
-              bound_of(q.screen.terms, p[r + i], seed_norms[i],
-                       double(row_scale(seed_rows.view, seed_rows.bytes.data() + i * row_bytes)));
+          bounds[i] = bound_of(
+              q.screen.terms, p[r + i], seed_norms[i],
+              double(row_scale(keys, keys.bytes.data() + std::size_t(seeds[i]) * row_bytes)));
         const auto score = [&](std::span<const std::int32_t> ids, std::span<float> scores) {
-          thread_local Rows rows;
-          gather_into(rows, keys, ids);
-          (void)index_scores(query(q.t), weight(q.t), rows.view, scores);
+          index_scores_at(query(q.t), weight(q.t), 1, keys, ids, scores);
         };
         q.seeds_scored = dosa_seeds::seeds_top_k(seeds, bounds, k, score, q.chosen);
       }
@@ -219,16 +218,16 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
       if (active.empty()) continue;
       stack_screens(active);
       const auto ids = std::span<const std::int32_t>(others).subspan(first, n);
-      gather_into(chunk, keys, ids);
-      const auto chunk_norms = norms_of(chunk.view, first, n);
+      const auto chunk_norms = norms_of(first, n);
       p.resize(active.size() * n);
-      (void)index_scores_batch(sq, sw, active.size(), chunk.view, p);
+      index_scores_at(sq, sw, active.size(), keys, ids, p);
       // each member's bounds on its own thread's share (a member's state is its own)
       for_each_row(active.size(), n * kBoundElements, [&](std::size_t m) {
         Member& q = *active[m];
         q.screened += n;
         for (std::size_t i = 0; i < n; ++i) {
-          const double scale = double(row_scale(chunk.view, chunk.bytes.data() + i * row_bytes));
+          const double scale =
+              double(row_scale(keys, keys.bytes.data() + std::size_t(ids[i]) * row_bytes));
           if (bound_of(q.screen.terms, p[m * n + i], chunk_norms[i], scale) >= double(q.tau))
             q.survivors.push_back(ids[i]);
         }
@@ -256,17 +255,15 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
     for_each_row(group.size(), 2 * k, [&](std::size_t m) {
       Member& q = group[m];
       if (!q.paid) return;
-      // a chunk of survivors at a time through buffers the thread reuses: all of them
+      // a chunk of survivors at a time through a buffer the thread reuses: all of them
       // at once, fresh, took 60 MB a query zeroed page by page where most keys survive
       // (forced pruning at L 131072 and 92% survivors, 8.7 s against 0.8 s in full)
-      thread_local Rows rows;
       thread_local std::vector<float> scores;
       for (std::size_t at = 0; at < q.survivors.size(); at += kScreenBlock) {
         const auto ids = std::span<const std::int32_t>(q.survivors)
                              .subspan(at, std::min(kScreenBlock, q.survivors.size() - at));
-        gather_into(rows, keys, ids);
         scores.resize(ids.size());
-        (void)index_scores(query(q.t), weight(q.t), rows.view, scores);
+        index_scores_at(query(q.t), weight(q.t), 1, keys, ids, scores);
         for (std::size_t i = 0; i < ids.size(); ++i)
           if (scores[i] >= q.tau) q.chosen.emplace_back(scores[i], ids[i]);
         keep_best(q.chosen, k);
@@ -301,7 +298,7 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
   }
   if (!in_full.empty()) {  // scored in full, together
     std::vector<float> scores;
-    score_in_full(in_full, keys, count, scores);
+    score_in_full(in_full, std::nullopt, count, scores);
     for (std::size_t i = 0; i < in_full.size(); ++i)
       (void)valid_prefix_topk(std::span(scores).subspan(i * count, count), count,
                               std::vector<std::int32_t>{std::int32_t(count)}, k,
@@ -314,7 +311,9 @@ Status<DosaError> dosa_topk(std::span<const float> queries, std::span<const floa
 
 void dosa_bounds(std::span<const float> query, std::span<const float> weights,
                  const IndexKeys& keys, const DosaPlan& plan, std::span<double> out) {
-  screen_bounds(prepare(query, weights, keys.dim, plan), keys, key_norms(keys, out.size()), out);
+  std::vector<std::int32_t> every(out.size());
+  std::iota(every.begin(), every.end(), 0);
+  screen_bounds(prepare(query, weights, keys.dim, plan), keys, key_norms(keys, every), out);
 }
 
 }  // namespace aether::cpu

@@ -1,5 +1,5 @@
-// The rows DoSA's CPU screen reads (impl/cpu/dosa.cpp): keys gathered into one
-// contiguous buffer, and every key's norm from above.
+// What DoSA's CPU screen reads beside the scores (impl/cpu/dosa.cpp): the norms of
+// the keys it screens, from above.
 #pragma once
 
 #include <cstddef>
@@ -15,51 +15,32 @@
 
 namespace aether::cpu::dosa_rows {
 
-// The keys of rows `ids`, contiguous, in keys' format (gather_into reuses the
-// buffer of `rows`).
-struct Rows {
-  std::vector<std::byte> bytes;
-  IndexKeys view;
-};
-inline void gather_into(Rows& rows, const IndexKeys& keys, std::span<const std::int32_t> ids) {
-  const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
-  rows.bytes.resize(ids.size() * row_bytes);
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    std::memcpy(rows.bytes.data() + i * row_bytes,
-                keys.bytes.data() + std::size_t(ids[i]) * row_bytes, row_bytes);
-  rows.view = {keys.format, rows.bytes, keys.dim};
-}
-inline Rows gather(const IndexKeys& keys, std::span<const std::int32_t> ids) {
-  Rows rows;
-  gather_into(rows, keys, ids);
-  return rows;
-}
-
-// ||k|| from above for every key (E4M3: the raw row's norm times its scale), keys
-// on threads' shares.
+// ||k|| from above for the keys at `ids` (E4M3: the raw row's norm times its scale),
+// keys on threads' shares.
 template <KeyFormat kFormat>
-void key_norms_of(const IndexKeys& keys, std::span<double> norms) {
+void key_norms_of(const IndexKeys& keys, std::span<const std::int32_t> ids,
+                  std::span<double> norms) {
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   for_each_row(norms.size(), 2 * keys.dim, [&](std::size_t j) {
     thread_local std::vector<float> e;
     e.resize(keys.dim);
-    const std::byte* row = keys.bytes.data() + j * row_bytes;
+    const std::byte* row = keys.bytes.data() + std::size_t(ids[j]) * row_bytes;
     for (std::size_t d = 0; d < keys.dim; ++d) e[d] = element<kFormat>(row, d);
     // plus 2^-66: elements whose squares underflow in the sum
     norms[j] = dosa_screen::up(dosa_screen::norm_up(e) * double(row_scale(keys, row))) + 0x1p-66;
   });
 }
-inline std::vector<double> key_norms(const IndexKeys& keys, std::size_t count) {
-  std::vector<double> norms(count);
+inline std::vector<double> key_norms(const IndexKeys& keys, std::span<const std::int32_t> ids) {
+  std::vector<double> norms(ids.size());
   switch (keys.format) {
     case KeyFormat::F32:
-      key_norms_of<KeyFormat::F32>(keys, norms);
+      key_norms_of<KeyFormat::F32>(keys, ids, norms);
       break;
     case KeyFormat::BF16:
-      key_norms_of<KeyFormat::BF16>(keys, norms);
+      key_norms_of<KeyFormat::BF16>(keys, ids, norms);
       break;
     case KeyFormat::E4M3:
-      key_norms_of<KeyFormat::E4M3>(keys, norms);
+      key_norms_of<KeyFormat::E4M3>(keys, ids, norms);
       break;
   }
   return norms;

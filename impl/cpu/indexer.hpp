@@ -62,6 +62,16 @@ Status<IndexerError> index_scores_batch(std::span<const float> queries,
                                         std::span<const float> weights, std::size_t query_count,
                                         const IndexKeys& keys, std::span<float> out);
 
+// index_scores_batch for the keys at `ids` alone (each in [0, L), repeats allowed):
+// out [T, |ids|], query t's score i bit for bit index_scores' score of key ids[i].
+// The rows are read where they are stored, a tile of 16 at a time for all T queries:
+// no copy of them and no scan of them for NaN. Unchecked: for a caller that has
+// checked the queries, weights, keys and ids (DoSA's CPU path, once a call), with
+// out of length T |ids|.
+void index_scores_at(std::span<const float> queries, std::span<const float> weights,
+                     std::size_t query_count, const IndexKeys& keys,
+                     std::span<const std::int32_t> ids, std::span<float> out);
+
 // The head count at or above `heads` that the scorer runs at its full pace: it takes
 // heads six at a time, then four, then one by one, and a lone head runs at about a
 // third of a block's pace (118 against 40-42 ns a head and 16-key tile), so a count

@@ -19,15 +19,31 @@ namespace ie = indexer_error;
 
 constexpr std::size_t kTile = 16;  // keys per tile: two AVX2 vectors
 
-// Keys [first, first + count) decoded into tile[D][kTile]; lanes past count are 0.
-template <KeyFormat kFormat>
-void decode_tile(const IndexKeys& keys, std::size_t first, std::size_t count, float* tile) {
-  const std::size_t row_bytes = key_row_bytes(kFormat, keys.dim);
-  for (std::size_t t = 0; t < kTile; ++t) {
-    const std::byte* row = keys.bytes.data() + (first + t) * row_bytes;
-    for (std::size_t d = 0; d < keys.dim; ++d)
-      tile[d * kTile + t] = t < count ? element<kFormat>(row, d) : 0.0f;
+// Row r of a call's keys: the store's row r, or its row ids[r] (index_scores_at,
+// read in place).
+struct KeyRows {
+  const IndexKeys& keys;
+  const std::int32_t* ids;
+  std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
+  const std::byte* row(std::size_t r) const {
+    return keys.bytes.data() + (ids != nullptr ? std::size_t(ids[r]) : r) * row_bytes;
   }
+};
+
+// Where a tile's keys are stored: the first `count` of kTile.
+using TileRows = std::array<const std::byte*, kTile>;
+TileRows tile_rows(const KeyRows& at, std::size_t first, std::size_t count) {
+  TileRows rows{};
+  for (std::size_t t = 0; t < count; ++t) rows[t] = at.row(first + t);
+  return rows;
+}
+
+// A tile's keys decoded into tile[D][kTile]; lanes past count are 0.
+template <KeyFormat kFormat>
+void decode_tile(const IndexKeys& keys, const TileRows& rows, std::size_t count, float* tile) {
+  for (std::size_t t = 0; t < kTile; ++t)
+    for (std::size_t d = 0; d < keys.dim; ++d)
+      tile[d * kTile + t] = t < count ? element<kFormat>(rows[t], d) : 0.0f;
 }
 
 // One key, the documented order, scalar.
@@ -46,14 +62,14 @@ float score_one(std::span<const float> queries, std::span<const float> weights,
 // A full tile of F32 or BF16 keys with D a multiple of 8, as decode_tile gives it,
 // by 8 x 8 register transposes: the scalar transpose cost a quarter of the FMA time.
 __attribute__((target("avx2,fma"))) void transpose_tile_avx2(const IndexKeys& keys,
-                                                             std::size_t first, float* tile) {
-  const std::size_t dim = keys.dim, row_bytes = key_row_bytes(keys.format, dim);
+                                                             const TileRows& rows, float* tile) {
+  const std::size_t dim = keys.dim;
   const bool f32 = keys.format == KeyFormat::F32;
   for (std::size_t t0 = 0; t0 < kTile; t0 += 8)
     for (std::size_t d0 = 0; d0 < dim; d0 += 8) {
-      __m256 r[8];  // keys first + t0 + i, elements d0 .. d0 + 7
+      __m256 r[8];  // keys t0 + i, elements d0 .. d0 + 7
       for (int i = 0; i < 8; ++i) {
-        const std::byte* row = keys.bytes.data() + (first + t0 + std::size_t(i)) * row_bytes;
+        const std::byte* row = rows[t0 + std::size_t(i)];
         r[i] = f32 ? _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d0)
                    : _mm256_castsi256_ps(_mm256_slli_epi32(
                          _mm256_cvtepu16_epi32(
@@ -104,22 +120,22 @@ __attribute__((target("avx2,fma"))) inline void score_heads(const float* queries
   }
 }
 
-// Keys [first, first + count) into the [D][kTile] tile.
-__attribute__((target("avx2,fma"))) void load_tile_avx2(const IndexKeys& keys, std::size_t first,
+// A tile's keys into the [D][kTile] tile.
+__attribute__((target("avx2,fma"))) void load_tile_avx2(const IndexKeys& keys, const TileRows& rows,
                                                         std::size_t count, float* tile) {
   if (count == kTile && keys.dim % 8 == 0 && keys.format != KeyFormat::E4M3) {
-    transpose_tile_avx2(keys, first, tile);
+    transpose_tile_avx2(keys, rows, tile);
     return;
   }
   switch (keys.format) {
     case KeyFormat::F32:
-      decode_tile<KeyFormat::F32>(keys, first, count, tile);
+      decode_tile<KeyFormat::F32>(keys, rows, count, tile);
       break;
     case KeyFormat::BF16:
-      decode_tile<KeyFormat::BF16>(keys, first, count, tile);
+      decode_tile<KeyFormat::BF16>(keys, rows, count, tile);
       break;
     case KeyFormat::E4M3:
-      decode_tile<KeyFormat::E4M3>(keys, first, count, tile);
+      decode_tile<KeyFormat::E4M3>(keys, rows, count, tile);
       break;
   }
 }
@@ -128,11 +144,10 @@ __attribute__((target("avx2,fma"))) void load_tile_avx2(const IndexKeys& keys, s
 // (then four) heads at a time share each tile load.
 __attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> queries,
                                                          std::span<const float> weights,
-                                                         const IndexKeys& keys, std::size_t first,
-                                                         std::size_t count, const float* tile,
-                                                         float* out) {
+                                                         const IndexKeys& keys,
+                                                         const TileRows& rows, std::size_t count,
+                                                         const float* tile, float* out) {
   const std::size_t dim = keys.dim, heads = weights.size();
-  const std::size_t row_bytes = key_row_bytes(keys.format, dim);
   const __m256 zero = _mm256_setzero_ps();
   __m256 score0 = zero, score1 = zero;
   std::size_t h = 0;
@@ -146,17 +161,16 @@ __attribute__((target("avx2,fma"))) void score_tile_avx2(std::span<const float> 
   _mm256_store_ps(scores, score0);
   _mm256_store_ps(scores + 8, score1);
   for (std::size_t t = 0; t < count; ++t)
-    out[t] = keys.format == KeyFormat::E4M3
-                 ? scores[t] * row_scale(keys, keys.bytes.data() + (first + t) * row_bytes)
-                 : scores[t];
+    out[t] = keys.format == KeyFormat::E4M3 ? scores[t] * row_scale(keys, rows[t]) : scores[t];
 }
 
-// Scores of T queries [T, H, D] for every key into out [T, L] (inputs checked).
+// Scores of T queries [T, H, D] for `rows` rows of `at` into out [T, rows] (inputs
+// checked).
 void score_batch(std::span<const float> queries, std::span<const float> weights,
-                 std::size_t query_count, const IndexKeys& keys, std::size_t rows,
+                 std::size_t query_count, const KeyRows& at, std::size_t rows,
                  std::span<float> out) {
+  const IndexKeys& keys = at.keys;
   const std::size_t heads = query_count ? weights.size() / query_count : 0, dim = keys.dim;
-  const std::size_t row_bytes = key_row_bytes(keys.format, dim);
   const bool avx2 = use_avx2();
   const std::size_t tiles = (rows + kTile - 1) / kTile;
   // for_each_row's threshold counts elements of about a nanosecond each; a tile's
@@ -171,17 +185,17 @@ void score_batch(std::span<const float> queries, std::span<const float> weights,
       buffer.resize(dim * kTile + 8);
       float* tile = reinterpret_cast<float*>(
           (reinterpret_cast<std::uintptr_t>(buffer.data()) + 31) & ~std::uintptr_t(31));
-      load_tile_avx2(keys, first, count, tile);
+      const TileRows in_tile = tile_rows(at, first, count);
+      load_tile_avx2(keys, in_tile, count, tile);
       for (std::size_t q = 0; q < query_count; ++q)
         score_tile_avx2(queries.subspan(q * heads * dim, heads * dim),
-                        weights.subspan(q * heads, heads), keys, first, count, tile,
+                        weights.subspan(q * heads, heads), keys, in_tile, count, tile,
                         out.data() + q * rows + first);
     } else {
       for (std::size_t q = 0; q < query_count; ++q)
         for (std::size_t j = first; j < first + count; ++j)
-          out[q * rows + j] =
-              score_one(queries.subspan(q * heads * dim, heads * dim),
-                        weights.subspan(q * heads, heads), keys, keys.bytes.data() + j * row_bytes);
+          out[q * rows + j] = score_one(queries.subspan(q * heads * dim, heads * dim),
+                                        weights.subspan(q * heads, heads), keys, at.row(j));
     }
   });
 }
@@ -193,7 +207,7 @@ Status<IndexerError> index_scores(std::span<const float> queries, std::span<cons
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
   if (out.size() != rows) return ie::ShapeMismatch{rows, out.size()};
-  score_batch(queries, weights, 1, keys, rows, out);
+  score_batch(queries, weights, 1, KeyRows{keys, nullptr}, rows, out);
   return Ok{};
 }
 
@@ -212,8 +226,14 @@ Status<IndexerError> index_scores_batch(std::span<const float> queries,
   const std::size_t row_bytes = key_row_bytes(keys.format, keys.dim);
   const std::size_t rows = row_bytes ? keys.bytes.size() / row_bytes : 0;
   if (out.size() != query_count * rows) return ie::ShapeMismatch{query_count * rows, out.size()};
-  score_batch(queries, weights, query_count, keys, rows, out);
+  score_batch(queries, weights, query_count, KeyRows{keys, nullptr}, rows, out);
   return Ok{};
+}
+
+void index_scores_at(std::span<const float> queries, std::span<const float> weights,
+                     std::size_t query_count, const IndexKeys& keys,
+                     std::span<const std::int32_t> ids, std::span<float> out) {
+  score_batch(queries, weights, query_count, KeyRows{keys, ids.data()}, ids.size(), out);
 }
 
 }  // namespace aether::cpu

@@ -23,7 +23,7 @@ mutant indexer model-ties-to-higher-index model/indexer.cpp \
 mutant indexer cpu-no-relu impl/cpu/indexer_scores.cpp \
   's|score0 = _mm256_fmadd_ps(w, _mm256_max_ps(acc\[i\]\[0\], zero), score0);|score0 = _mm256_fmadd_ps(w, acc[i][0], score0);|'
 mutant indexer cpu-scale-dropped impl/cpu/indexer_scores.cpp \
-  's|                 ? scores\[t\] \* row_scale(|                 ? scores[t] + 0 * row_scale(|'
+  's|? scores\[t\] \* row_scale(keys, rows\[t\])|? scores[t] + 0 * row_scale(keys, rows[t])|'
 mutant indexer cpu-head-skipped impl/cpu/indexer_scores.cpp 's|  for (; h < heads; ++h)$|  for (++h; h < heads; ++h)|'
 mutant indexer model-bound-too-tight model/indexer.cpp \
   's|return magnitude_bounds(queries, weights, keys, keys.dim + weights.size() + 2);|return magnitude_bounds(queries, weights, keys, 1);|'
@@ -36,6 +36,9 @@ mutant indexer cpu-chunk-sizing-ignores-logit-width impl/cpu/indexer.cpp \
   's|  const std::size_t row_bytes = row_width \* bytes_per_logit;|  const std::size_t row_bytes = row_width * 4;|'
 mutant indexer cpu-batch-scores-the-first-query-for-all impl/cpu/indexer_scores.cpp \
   's|        score_tile_avx2(queries.subspan(q \* heads \* dim, heads \* dim),|        score_tile_avx2(queries.subspan(0, heads * dim),|'
+# keys named by id (index_scores_at) all read at the first id
+mutant indexer cpu-keys-by-id-read-at-the-first-id impl/cpu/indexer_scores.cpp \
+  's|(ids != nullptr ? std::size_t(ids\[r\]) : r)|(ids != nullptr ? std::size_t(ids[0]) : r)|'
 mutant indexer cpu-key-check-skipped impl/cpu/key_rows.hpp 's|  return bad != 0;|  return bad != 0 \&\& false;|'
 
 cuda_mutant indexer cuda-index-sort-one-bit-short impl/cuda/indexer_read_once_finish.cu \
