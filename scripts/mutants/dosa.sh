@@ -5,7 +5,7 @@
 # CPU's float bound exceeds the exact one by its margin, so its `>=` against `>`
 # differs only where a float lands on tau), the rounding margin dropped, survivors
 # scoring exactly tau dropped from the merge, a screened key named by its place in
-# the gathered chunk, a key's norm short of one partial sum, the probe's first chunk
+# its chunk, a key's norm short of one partial sum, the probe's first chunk
 # screened again when it joins the batch, the seeds' second round skipped (those the
 # first round's K-th score does not rule out left unscored), a seed bounded exactly at
 # that score left out, the plan rule's anchor ties given to the higher head
